@@ -1,0 +1,122 @@
+#pragma once
+// How an op is kept on the tape. An op is a small struct with
+//   static constexpr std::string_view name;
+//   Tensor forward(const Tensor&...) const;                 (or forward(std::span<const Tensor>))
+//   template <class V> Grads<V> backward(const BackwardArgs<V>&) const;
+// backward is written once with recur's own ops and instantiated twice: with V = Tensor
+// (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
+// computation is itself recorded, so gradients of gradients work).
+#include <cstdint>
+#include <new>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <boost/container/small_vector.hpp>
+
+#include <recur/autodiff/var.hpp>
+#include <recur/core/tensor.hpp>
+
+namespace recur {
+
+
+
+template <class V>
+using Grads = boost::container::small_vector<V, 3>;
+
+template <class V>
+struct BackwardArgs {
+  const V& grad;                        // gradient with respect to the op's output
+  std::span<const V> inputs;            // the op's inputs (values, or Vars under create_graph)
+  const V& output;                      // the op's output
+  std::span<const std::uint8_t> needs;  // needs[i]: input i wants a gradient
+  bool needs_grad(std::size_t i) const { return needs[i] != 0; }
+};
+
+namespace detail {
+
+struct OpVTable {
+  std::string_view name;
+  Grads<Tensor> (*backward_values)(const void* op, const BackwardArgs<Tensor>&);
+  Grads<Var> (*backward_vars)(const void* op, const BackwardArgs<Var>&);
+  void (*relocate)(void* dst, void* src);  // move-construct into dst, destroy src
+  void (*destroy)(void* storage);
+};
+
+// Type-erased op with small-buffer storage: most ops (an axis, a shape, a flag) fit inline
+// and cost no allocation when recorded.
+class OpBox {
+ public:
+  static constexpr std::size_t kInline = 64;
+
+  OpBox() = default;
+  template <class Op>
+  explicit OpBox(Op&& op) {
+    using O = std::decay_t<Op>;
+    if constexpr (fits<O>) {
+      new (buf_) O(std::forward<Op>(op));
+      vt_ = &inline_table<O>;
+    } else {
+      *reinterpret_cast<O**>(buf_) = new O(std::forward<Op>(op));
+      vt_ = &heap_table<O>;
+    }
+  }
+  OpBox(OpBox&& o) noexcept : vt_(o.vt_) {
+    if (vt_) vt_->relocate(buf_, o.buf_);
+    o.vt_ = nullptr;
+  }
+  OpBox& operator=(OpBox&& o) noexcept {
+    if (this != &o) {
+      reset();
+      vt_ = o.vt_;
+      if (vt_) vt_->relocate(buf_, o.buf_);
+      o.vt_ = nullptr;
+    }
+    return *this;
+  }
+  OpBox(const OpBox&) = delete;
+  OpBox& operator=(const OpBox&) = delete;
+  ~OpBox() { reset(); }
+
+  explicit operator bool() const { return vt_ != nullptr; }
+  std::string_view name() const { return vt_->name; }
+  Grads<Tensor> backward(const BackwardArgs<Tensor>& a) const { return vt_->backward_values(buf_, a); }
+  Grads<Var> backward(const BackwardArgs<Var>& a) const { return vt_->backward_vars(buf_, a); }
+
+ private:
+  void reset() {
+    if (vt_) vt_->destroy(buf_);
+    vt_ = nullptr;
+  }
+  template <class O>
+  static constexpr bool fits = sizeof(O) <= kInline && alignof(O) <= 16 &&
+                               std::is_nothrow_move_constructible_v<O>;
+
+  template <class O> static const O& get_inline(const void* p) { return *static_cast<const O*>(p); }
+  template <class O> static const O& get_heap(const void* p) { return **static_cast<O* const*>(p); }
+
+  template <class O>
+  static constexpr OpVTable inline_table{
+      O::name,
+      [](const void* p, const BackwardArgs<Tensor>& a) { return get_inline<O>(p).backward(a); },
+      [](const void* p, const BackwardArgs<Var>& a) { return get_inline<O>(p).backward(a); },
+      [](void* dst, void* src) {
+        new (dst) O(std::move(*static_cast<O*>(src)));
+        static_cast<O*>(src)->~O();
+      },
+      [](void* p) { static_cast<O*>(p)->~O(); }};
+  template <class O>
+  static constexpr OpVTable heap_table{
+      O::name,
+      [](const void* p, const BackwardArgs<Tensor>& a) { return get_heap<O>(p).backward(a); },
+      [](const void* p, const BackwardArgs<Var>& a) { return get_heap<O>(p).backward(a); },
+      [](void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); },
+      [](void* p) { delete *static_cast<O**>(p); }};
+
+  alignas(16) unsigned char buf_[kInline];
+  const OpVTable* vt_ = nullptr;
+};
+
+}  // namespace detail
+}  // namespace recur

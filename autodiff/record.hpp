@@ -1,0 +1,59 @@
+#pragma once
+// record(): the one place where an op meets the tape. It checks that all inputs are live
+// Vars of one tape, runs the op's forward on their values (if that throws, nothing is
+// recorded), and pushes a node that keeps the op for backward. Under NoGrad, or when no
+// input needs a gradient, the node keeps only the value.
+#include <array>
+#include <span>
+
+#include <boost/container/small_vector.hpp>
+
+#include <recur/autodiff/no_grad.hpp>
+#include <recur/autodiff/tape.hpp>
+
+namespace recur {
+namespace detail {
+// The tape all `inputs` live on; TapeError naming `op` for an undefined Var, a destroyed
+// tape or two different tapes.
+Tape& common_tape(std::string_view op, std::span<const Var* const> inputs);
+}  // namespace detail
+
+template <class Op, class... Vs>
+Var record(Op op, const Vs&... inputs) {
+  static_assert((std::is_same_v<Vs, Var> && ...), "record() takes Vars");
+  const std::array<const Var*, sizeof...(Vs)> ptrs{&inputs...};
+  Tape& tape = detail::common_tape(Op::name, ptrs);
+  Tensor out = op.forward(tape.node_value(inputs.id())...);
+  const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
+  const bool needs = grad_enabled() && (tape.requires_grad(inputs.id()) || ...);
+  return tape.push(std::move(out), ids, needs ? detail::OpBox(std::move(op)) : detail::OpBox(), needs);
+}
+
+// For ops with a variable number of inputs: Op::forward takes std::span<const Tensor>.
+template <class Op>
+Var record_list(Op op, std::span<const Var> inputs) {
+  boost::container::small_vector<const Var*, 8> ptrs;
+  for (const auto& v : inputs) ptrs.push_back(&v);
+  Tape& tape = detail::common_tape(Op::name, ptrs);
+  boost::container::small_vector<Tensor, 8> values;
+  boost::container::small_vector<std::uint32_t, 8> ids;
+  bool needs = false;
+  for (const auto& v : inputs) {
+    values.push_back(tape.node_value(v.id()));
+    ids.push_back(v.id());
+    needs = needs || tape.requires_grad(v.id());
+  }
+  needs = needs && grad_enabled();
+  Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
+  return tape.push(std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
+                   needs ? detail::OpBox(std::move(op)) : detail::OpBox(), needs);
+}
+
+// A Tensor as a value of the same kind as `like`: the tensor itself when V is Tensor, a
+// constant on like's tape when V is Var. Lets one backward rule serve both.
+inline const Tensor& lift(const Tensor& /*like*/, const Tensor& t) { return t; }
+inline Var lift(const Var& like, const Tensor& t) { return like.tape().constant(t); }
+inline const Tensor& value_of(const Tensor& t) { return t; }
+inline const Tensor& value_of(const Var& v) { return v.value(); }
+
+}  // namespace recur

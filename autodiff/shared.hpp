@@ -1,0 +1,52 @@
+#pragma once
+// Shared: a persistent, named value that outlives tapes (parameters, optimizer state, the
+// state of a random stream). Any tape may read it; gradients from every backward pass that
+// reaches it accumulate in its gradient until zero_grad(). Its version counts changes, so a
+// tape can tell when a value it read was changed before its backward pass.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <recur/core/tensor.hpp>
+
+namespace recur {
+
+namespace detail {
+struct SharedState;
+}
+
+class Shared {
+ public:
+  Shared() = default;  // null handle
+  explicit Shared(Tensor value, std::string name = "");
+
+  bool defined() const { return static_cast<bool>(state_); }
+  const std::string& name() const;
+  Tensor value() const;
+  const Shape& shape() const;
+  DType dtype() const;
+  std::uint64_t version() const;
+
+  // Replaces the value; shape and dtype must stay as they were (ShapeError / DTypeError).
+  void assign(const Tensor& value);
+  // A buffer the caller may write in place (optimizer steps). Tapes that read the old
+  // value keep it: the buffer is copied first when anyone else still holds it. Bumps the
+  // version.
+  Tensor mutable_value();
+
+  // The accumulated gradient; zeros when nothing has been accumulated since zero_grad().
+  Tensor grad() const;
+  bool has_grad() const;
+  void zero_grad();
+  // Adds g to the gradient (thread-safe: tapes on several threads may accumulate at once).
+  void accumulate_grad(const Tensor& g);
+
+  friend bool operator==(const Shared& a, const Shared& b) { return a.state_ == b.state_; }
+  const void* identity() const { return state_.get(); }
+
+ private:
+  detail::SharedState& state() const;
+  std::shared_ptr<detail::SharedState> state_;
+};
+
+}  // namespace recur

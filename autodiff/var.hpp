@@ -1,0 +1,49 @@
+#pragma once
+// Var: a light handle (16 bytes) to one value recorded on a Tape. Users compute with Vars;
+// the ops record what they did so that gradients can be taken. A Var outliving its tape is
+// detected: using it throws TapeError.
+#include <cstdint>
+
+#include <recur/core/tensor.hpp>
+
+namespace recur {
+
+class Tape;
+class Shared;
+
+class Var {
+ public:
+  Var() = default;
+  // The value of a shared variable, read on the current tape (the innermost live Tape of
+  // this thread). Reading the same Shared twice on one tape gives the same node.
+  Var(const Shared& shared);  // NOLINT: implicit, so that matmul(x, W) works for Shared W
+  // A constant on the current tape.
+  Var(const Tensor& constant);  // NOLINT: implicit, so that x * tensor works
+
+  bool defined() const { return serial_ != 0; }
+  Tape& tape() const;  // throws TapeError if the tape was destroyed
+  std::uint32_t id() const { return id_; }
+
+  const Tensor& value() const;
+  const Shape& shape() const { return value().shape(); }
+  DType dtype() const { return value().dtype(); }
+  std::int64_t rank() const { return value().rank(); }
+  std::int64_t size(std::int64_t axis) const { return value().size(axis); }
+  std::int64_t numel() const { return value().numel(); }
+  bool requires_grad() const;
+  // For a leaf made with Tape::variable: the gradient left by Tape::backward.
+  Tensor grad() const;
+
+  friend bool same_node(const Var& a, const Var& b) {
+    return a.serial_ == b.serial_ && a.id_ == b.id_;
+  }
+
+ private:
+  friend class Tape;
+  Var(std::uint32_t slot, std::uint32_t id, std::uint64_t serial) : slot_(slot), id_(id), serial_(serial) {}
+  std::uint32_t slot_ = 0;
+  std::uint32_t id_ = 0;
+  std::uint64_t serial_ = 0;  // 0: no tape
+};
+
+}  // namespace recur

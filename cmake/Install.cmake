@@ -1,0 +1,18 @@
+# `cmake --install` lays out include/recur/{core,autodiff,ops,recur.hpp}, the library
+# and a package config, so that other projects can `find_package(recur)`.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+foreach(layer core autodiff ops)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/${layer}
+          FILES_MATCHING PATTERN "*.hpp")
+endforeach()
+install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
+install(TARGETS recur EXPORT recurTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
+configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/recurConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/recurConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/recurConfig.cmake ${CMAKE_BINARY_DIR}/recurConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)

@@ -1,0 +1,23 @@
+#pragma once
+// recur: the one header users include.
+#include <recur/core/blas.hpp>
+#include <recur/core/creation.hpp>
+#include <recur/core/dtype.hpp>
+#include <recur/core/error.hpp>
+#include <recur/core/shape.hpp>
+#include <recur/core/storage.hpp>
+#include <recur/core/tensor.hpp>
+
+#include <recur/autodiff/gradcheck.hpp>
+#include <recur/autodiff/no_grad.hpp>
+#include <recur/autodiff/shared.hpp>
+#include <recur/autodiff/tape.hpp>
+#include <recur/autodiff/var.hpp>
+
+#include <recur/ops/arithmetic.hpp>
+#include <recur/ops/broadcast.hpp>
+#include <recur/ops/compare.hpp>
+#include <recur/ops/linalg.hpp>
+#include <recur/ops/reduce.hpp>
+#include <recur/ops/shape.hpp>
+#include <recur/ops/unary.hpp>

@@ -1,0 +1,36 @@
+#pragma once
+// Shapes (any rank, row-major) and the rules that relate them: broadcasting, axes.
+#include <cstdint>
+#include <initializer_list>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/container/small_vector.hpp>
+
+namespace recur {
+
+// Most tensors have rank <= 4; larger ranks spill to the heap.
+using Shape = boost::container::small_vector<std::int64_t, 4>;
+using Axes = boost::container::small_vector<std::int64_t, 4>;
+
+std::int64_t numel(const Shape& s);
+std::string to_string(const Shape& s);
+std::ostream& operator<<(std::ostream& o, const Shape& s);
+
+// NumPy broadcasting of two shapes; throws ShapeError naming `op` and both arguments.
+Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b,
+                       std::string_view a_name = "a", std::string_view b_name = "b");
+
+// Maps a possibly negative axis into [0, rank); throws AxisError naming op and argument.
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, std::int64_t rank,
+                            std::string_view arg = "axis");
+// Normalizes, sorts and de-duplicates; an empty list means "all axes".
+Axes normalize_axes(std::string_view op, const Axes& axes, std::int64_t rank);
+
+// Row-major strides in elements; stride 0 where a size-1 axis is broadcast to `target`.
+Shape broadcast_strides(const Shape& shape, const Shape& target);
+Shape contiguous_strides(const Shape& shape);
+
+}  // namespace recur

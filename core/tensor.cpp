@@ -1,0 +1,79 @@
+#include <recur/core/tensor.hpp>
+
+namespace recur {
+
+Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype)
+    : storage_(std::move(storage)), offset_(offset), numel_(recur::numel(shape)),
+      shape_(std::move(shape)), dtype_(dtype) {}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  for (auto d : shape)
+    if (d < 0) fail<ShapeError>("empty", "negative size in shape ", to_string(shape));
+  return Tensor(Storage::allocate(static_cast<std::size_t>(recur::numel(shape)) * size_of(dtype)), 0,
+                shape, dtype);
+}
+
+std::int64_t Tensor::size(std::int64_t axis) const {
+  return shape_[normalize_axis("size", axis, rank())];
+}
+
+void Tensor::check_type(DType requested) const {
+  if (!defined()) fail<ValueError>("data", "the tensor is undefined (default-constructed)");
+  if (requested != dtype_)
+    fail<DTypeError>("data", "requested ", requested, " elements of a ", dtype_, " tensor of shape ",
+                     to_string(shape_));
+}
+
+std::int64_t Tensor::flat_index(std::initializer_list<std::int64_t> index) const {
+  if (static_cast<std::int64_t>(index.size()) != rank())
+    fail<IndexError>("at", index.size(), " indices given for a tensor of shape ", to_string(shape_));
+  std::int64_t flat = 0, axis = 0;
+  for (auto i : index) {
+    const std::int64_t n = shape_[axis];
+    if (i < -n || i >= n)
+      fail<IndexError>("at", "index ", i, " is out of range for axis ", axis, " of shape ",
+                       to_string(shape_));
+    flat = flat * n + (i < 0 ? i + n : i);
+    ++axis;
+  }
+  return flat;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_);
+  if (numel_) std::memcpy(out.raw_data(), raw_data(), nbytes());
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = empty(shape_, dtype);
+  dispatch(dtype_, [&]<class S>() {
+    dispatch(dtype, [&]<class D>() {
+      const S* src = static_cast<const S*>(raw_data());
+      D* dst = static_cast<D*>(out.raw_data());
+      for (std::int64_t i = 0; i < numel_; ++i) dst[i] = static_cast<D>(src[i]);
+    });
+  });
+  return out;
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  if (recur::numel(shape) != numel_)
+    fail<ShapeError>("view", "cannot view a tensor of shape ", to_string(shape_), " as shape ",
+                     to_string(shape));
+  return Tensor(storage_, offset_, shape, dtype_);
+}
+
+Tensor Tensor::operator[](std::int64_t index) const {
+  if (rank() == 0) fail<IndexError>("index", "cannot index a 0-d tensor");
+  const std::int64_t n = shape_[0];
+  if (index < -n || index >= n)
+    fail<IndexError>("index", "index ", index, " is out of range for axis 0 of shape ",
+                     to_string(shape_));
+  if (index < 0) index += n;
+  Shape rest(shape_.begin() + 1, shape_.end());
+  return Tensor(storage_, offset_ + index * recur::numel(rest), rest, dtype_);
+}
+
+}  // namespace recur

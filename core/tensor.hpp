@@ -1,0 +1,85 @@
+#pragma once
+// Tensor: an n-dimensional, row-major, contiguous array with a runtime dtype. A Tensor is
+// a value handle: copies share the buffer (cheap), `clone()` copies the elements. Views
+// (`view`, `operator[]`) share the buffer as well. recur never writes into a buffer that
+// another live Tensor can see, except through the explicit in-place calls of Shared.
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+
+#include <recur/core/dtype.hpp>
+#include <recur/core/error.hpp>
+#include <recur/core/shape.hpp>
+#include <recur/core/storage.hpp>
+
+namespace recur {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype);
+
+  // Uninitialised elements from the buffer pool.
+  static Tensor empty(const Shape& shape, DType dtype = DType::float32);
+
+  bool defined() const { return static_cast<bool>(storage_); }
+  const Shape& shape() const { return shape_; }
+  std::int64_t rank() const { return static_cast<std::int64_t>(shape_.size()); }
+  std::int64_t numel() const { return numel_; }
+  // Size of one axis; negative axes count from the back.
+  std::int64_t size(std::int64_t axis) const;
+  DType dtype() const { return dtype_; }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * size_of(dtype_); }
+  const StoragePtr& storage() const { return storage_; }
+
+  // Typed element access; throws DTypeError when T does not match dtype().
+  template <class T> T* data() {
+    check_type(dtype_of<T>());
+    return static_cast<T*>(raw_data());
+  }
+  template <class T> const T* data() const {
+    check_type(dtype_of<T>());
+    return static_cast<const T*>(raw_data());
+  }
+  void* raw_data() { return static_cast<char*>(storage_->data()) + offset_ * size_of(dtype_); }
+  const void* raw_data() const {
+    return static_cast<const char*>(storage_->data()) + offset_ * size_of(dtype_);
+  }
+
+  // The element at a multi-index (negative indices count from the back), as T.
+  template <class T = double> T at(std::initializer_list<std::int64_t> index) const;
+  // The only element of a one-element tensor, converted to T.
+  template <class T = double> T item() const;
+
+  Tensor clone() const;
+  Tensor to(DType dtype) const;  // converts; returns *this when dtype already matches
+  // Same elements, another shape of equal element count (no copy).
+  Tensor view(const Shape& shape) const;
+  // The sub-tensor at `index` along axis 0, negative from the back (no copy).
+  Tensor operator[](std::int64_t index) const;
+
+ private:
+  void check_type(DType requested) const;
+  std::int64_t flat_index(std::initializer_list<std::int64_t> index) const;
+
+  StoragePtr storage_;
+  std::int64_t offset_ = 0;  // in elements
+  std::int64_t numel_ = 0;
+  Shape shape_;
+  DType dtype_ = DType::float32;
+};
+
+template <class T>
+T Tensor::at(std::initializer_list<std::int64_t> index) const {
+  const std::int64_t i = flat_index(index);
+  return dispatch(dtype_, [&]<class E>() { return static_cast<T>(static_cast<const E*>(raw_data())[i]); });
+}
+
+template <class T>
+T Tensor::item() const {
+  if (numel_ != 1)
+    fail<ShapeError>("item", "expects a tensor of one element, got shape ", to_string(shape_));
+  return dispatch(dtype_, [&]<class E>() { return static_cast<T>(*static_cast<const E*>(raw_data())); });
+}
+
+}  // namespace recur

@@ -1,0 +1,122 @@
+#include <recur/ops/arithmetic.hpp>
+
+#include <cmath>
+
+#include <recur/core/creation.hpp>
+#include <recur/ops/broadcast.hpp>
+#include <recur/ops/compare.hpp>
+#include <recur/ops/define.hpp>
+#include <recur/ops/unary.hpp>
+
+namespace recur {
+namespace {
+
+// The shared shape of every broadcasting binary op: forward applies F::apply elementwise
+// on floating operands; backward is F::grads, reduced back to each operand's shape.
+template <class F>
+struct Binary {
+  static constexpr std::string_view name = F::name;
+  Tensor forward(const Tensor& a, const Tensor& b) const {
+    check_same_dtype(name, a, b);
+    return dispatch_floating(name, a.dtype(), [&]<class T>() {
+      return binary_map<T>(name, a, b, [](T x, T y) { return F::apply(x, y); });
+    });
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& args) const {
+    const V& a = args.inputs[0];
+    const V& b = args.inputs[1];
+    Grads<V> g(2);
+    if (args.needs_grad(0)) g[0] = sum_to(F::grad_a(args.grad, a, b, args.output), a.shape());
+    if (args.needs_grad(1)) g[1] = sum_to(F::grad_b(args.grad, a, b, args.output), b.shape());
+    return g;
+  }
+};
+
+struct AddF {
+  static constexpr std::string_view name = "add";
+  template <class T> static T apply(T x, T y) { return x + y; }
+  template <class V> static V grad_a(const V& g, const V&, const V&, const V&) { return g; }
+  template <class V> static V grad_b(const V& g, const V&, const V&, const V&) { return g; }
+};
+struct SubF {
+  static constexpr std::string_view name = "sub";
+  template <class T> static T apply(T x, T y) { return x - y; }
+  template <class V> static V grad_a(const V& g, const V&, const V&, const V&) { return g; }
+  template <class V> static V grad_b(const V& g, const V&, const V&, const V&) { return neg(g); }
+};
+struct MulF {
+  static constexpr std::string_view name = "mul";
+  template <class T> static T apply(T x, T y) { return x * y; }
+  template <class V> static V grad_a(const V& g, const V&, const V& b, const V&) { return mul(g, b); }
+  template <class V> static V grad_b(const V& g, const V& a, const V&, const V&) { return mul(g, a); }
+};
+struct DivF {
+  static constexpr std::string_view name = "div";
+  template <class T> static T apply(T x, T y) { return x / y; }
+  template <class V> static V grad_a(const V& g, const V&, const V& b, const V&) { return div(g, b); }
+  // d(a/b)/db = -a/b^2 = -out/b
+  template <class V> static V grad_b(const V& g, const V&, const V& b, const V& out) {
+    return neg(div(mul(g, out), b));
+  }
+};
+struct PowF {
+  static constexpr std::string_view name = "pow";
+  template <class T> static T apply(T x, T y) { return std::pow(x, y); }
+  // d(a^b)/da = b * a^(b-1)
+  template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
+    return mul(g, mul(b, pow(a, sub(b, scalar_like(b, 1.0)))));
+  }
+  // d(a^b)/db = a^b * log(a), defined for a > 0
+  template <class V> static V grad_b(const V& g, const V& a, const V&, const V& out) {
+    return mul(g, mul(out, log(a)));
+  }
+};
+// Ties send the gradient to the first operand.
+struct MaximumF {
+  static constexpr std::string_view name = "maximum";
+  template <class T> static T apply(T x, T y) { return x >= y ? x : y; }
+  template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
+    return mul(g, lift(g, greater_equal(value_of(a), value_of(b))));
+  }
+  template <class V> static V grad_b(const V& g, const V& a, const V& b, const V&) {
+    return mul(g, lift(g, less(value_of(a), value_of(b))));
+  }
+};
+struct MinimumF {
+  static constexpr std::string_view name = "minimum";
+  template <class T> static T apply(T x, T y) { return x <= y ? x : y; }
+  template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
+    return mul(g, lift(g, less_equal(value_of(a), value_of(b))));
+  }
+  template <class V> static V grad_b(const V& g, const V& a, const V& b, const V&) {
+    return mul(g, lift(g, greater(value_of(a), value_of(b))));
+  }
+};
+
+struct Neg {
+  static constexpr std::string_view name = "neg";
+  Tensor forward(const Tensor& x) const {
+    return dispatch_floating(name, x.dtype(), [&]<class T>() { return unary_map<T>(x, [](T v) { return -v; }); });
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {neg(a.grad)};
+  }
+};
+
+}  // namespace
+
+RECUR_EXPOSE_BINARY(add, Binary<AddF>{})
+RECUR_EXPOSE_BINARY(sub, Binary<SubF>{})
+RECUR_EXPOSE_BINARY(mul, Binary<MulF>{})
+RECUR_EXPOSE_BINARY(div, Binary<DivF>{})
+RECUR_EXPOSE_BINARY(pow, Binary<PowF>{})
+RECUR_EXPOSE_BINARY(maximum, Binary<MaximumF>{})
+RECUR_EXPOSE_BINARY(minimum, Binary<MinimumF>{})
+RECUR_EXPOSE_UNARY(neg, Neg{})
+
+Tensor scalar_like(const Tensor& like, double value) { return scalar(value, like.dtype()); }
+Var scalar_like(const Var& like, double value) { return like.tape().constant(scalar(value, like.dtype())); }
+
+}  // namespace recur

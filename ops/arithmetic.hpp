@@ -1,0 +1,52 @@
+#pragma once
+// Elementwise arithmetic with NumPy broadcasting: add, sub, mul, div, neg, pow, maximum,
+// minimum, and the C++ operators on Tensors and Vars (a scalar operand takes the other
+// operand's dtype). Both operands must have the same floating dtype.
+#include <recur/autodiff/var.hpp>
+#include <recur/core/tensor.hpp>
+
+namespace recur {
+
+#define RECUR_DECLARE_BINARY(fn)                 \
+  Tensor fn(const Tensor& a, const Tensor& b); \
+  Var fn(const Var& a, const Var& b);
+RECUR_DECLARE_BINARY(add)
+RECUR_DECLARE_BINARY(sub)
+RECUR_DECLARE_BINARY(mul)
+RECUR_DECLARE_BINARY(div)
+RECUR_DECLARE_BINARY(pow)
+RECUR_DECLARE_BINARY(maximum)
+RECUR_DECLARE_BINARY(minimum)
+#undef RECUR_DECLARE_BINARY
+
+Tensor neg(const Tensor& x);
+Var neg(const Var& x);
+
+// A scalar shaped like nothing (0-d) with the dtype of `like`.
+Tensor scalar_like(const Tensor& like, double value);
+Var scalar_like(const Var& like, double value);
+
+// Operators. Tensor op Tensor stays a Tensor; anything with a Var (or Shared) is a Var.
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Var operator+(const Var& a, const Var& b) { return add(a, b); }
+inline Var operator-(const Var& a, const Var& b) { return sub(a, b); }
+inline Var operator*(const Var& a, const Var& b) { return mul(a, b); }
+inline Var operator/(const Var& a, const Var& b) { return div(a, b); }
+inline Var operator-(const Var& a) { return neg(a); }
+
+template <class V> concept TensorOrVar = std::is_same_v<V, Tensor> || std::is_same_v<V, Var>;
+template <TensorOrVar V> V operator+(const V& a, double s) { return add(a, scalar_like(a, s)); }
+template <TensorOrVar V> V operator+(double s, const V& a) { return add(scalar_like(a, s), a); }
+template <TensorOrVar V> V operator-(const V& a, double s) { return sub(a, scalar_like(a, s)); }
+template <TensorOrVar V> V operator-(double s, const V& a) { return sub(scalar_like(a, s), a); }
+template <TensorOrVar V> V operator*(const V& a, double s) { return mul(a, scalar_like(a, s)); }
+template <TensorOrVar V> V operator*(double s, const V& a) { return mul(scalar_like(a, s), a); }
+template <TensorOrVar V> V operator/(const V& a, double s) { return div(a, scalar_like(a, s)); }
+template <TensorOrVar V> V operator/(double s, const V& a) { return div(scalar_like(a, s), a); }
+template <TensorOrVar V> V pow(const V& a, double s) { return pow(a, scalar_like(a, s)); }
+
+}  // namespace recur

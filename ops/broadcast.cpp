@@ -1,0 +1,67 @@
+#include <recur/ops/broadcast.hpp>
+#include <recur/ops/define.hpp>
+
+namespace recur {
+namespace {
+
+// shape padded with leading 1s to `rank` axes.
+Shape left_pad(const Shape& shape, std::size_t rank) {
+  Shape out(rank - shape.size(), 1);
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+struct BroadcastTo {
+  static constexpr std::string_view name = "broadcast_to";
+  Shape shape;
+  Tensor forward(const Tensor& x) const {
+    if (x.shape() == shape) return x;
+    if (broadcast_shapes(name, x.shape(), shape, "x", "shape") != shape)
+      fail<ShapeError>(name, "argument 'x' of shape ", to_string(x.shape()), " cannot be broadcast to shape ",
+                       to_string(shape));
+    Tensor out = Tensor::empty(shape, x.dtype());
+    dispatch(x.dtype(), [&]<class T>() {
+      const T* src = x.data<T>();
+      T* dst = out.data<T>();
+      const std::array<Shape, 2> strides{broadcast_strides(x.shape(), shape), contiguous_strides(shape)};
+      for_each_run(shape, strides, [&](const auto& off, std::int64_t n, const auto& st) {
+        for (std::int64_t j = 0; j < n; ++j) dst[off[1] + j * st[1]] = src[off[0] + j * st[0]];
+      });
+    });
+    return out;
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {sum_to(a.grad, a.inputs[0].shape())};
+  }
+};
+
+struct SumTo {
+  static constexpr std::string_view name = "sum_to";
+  Shape shape;
+  Tensor forward(const Tensor& x) const {
+    if (x.shape() == shape) return x;
+    if (shape.size() > x.shape().size() || broadcast_shapes(name, shape, x.shape(), "shape", "x") != x.shape())
+      fail<ShapeError>(name, "argument 'x' of shape ", to_string(x.shape()), " cannot be summed to shape ",
+                       to_string(shape));
+    const Shape keep = left_pad(shape, x.shape().size());
+    return dispatch(x.dtype(), [&]<class T>() {
+      return reduce_to_shape<T>(x, keep, T(0), [](T acc, T v) { return acc + v; });
+    }).view(shape);
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {broadcast_to(a.grad, a.inputs[0].shape())};
+  }
+};
+
+}  // namespace
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) { return BroadcastTo{shape}.forward(x); }
+Var broadcast_to(const Var& x, const Shape& shape) {
+  return x.shape() == shape ? x : record(BroadcastTo{shape}, x);
+}
+Tensor sum_to(const Tensor& x, const Shape& shape) { return SumTo{shape}.forward(x); }
+Var sum_to(const Var& x, const Shape& shape) { return x.shape() == shape ? x : record(SumTo{shape}, x); }
+
+}  // namespace recur

@@ -1,0 +1,15 @@
+#pragma once
+// Helpers for writing ops. An op file defines a struct (name, forward, backward side by
+// side; see autodiff/op_box.hpp) and exposes it twice: on Tensors (values only) and on
+// Vars (recorded). RECUR_EXPOSE_* write those two one-line definitions.
+#include <recur/autodiff/record.hpp>
+#include <recur/core/elementwise.hpp>
+
+// Tensor f(const Tensor&) and Var f(const Var&) for an op struct built from the arguments.
+#define RECUR_EXPOSE_UNARY(fn, OpExpr)                           \
+  Tensor fn(const Tensor& x) { return (OpExpr).forward(x); } \
+  Var fn(const Var& x) { return record(OpExpr, x); }
+
+#define RECUR_EXPOSE_BINARY(fn, OpExpr)                                                      \
+  Tensor fn(const Tensor& a, const Tensor& b) { return (OpExpr).forward(a, b); } \
+  Var fn(const Var& a, const Var& b) { return record(OpExpr, a, b); }

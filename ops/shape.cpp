@@ -1,0 +1,132 @@
+#include <recur/ops/shape.hpp>
+
+#include <algorithm>
+
+#include <recur/ops/define.hpp>
+
+namespace recur {
+namespace {
+
+Shape infer_shape(std::string_view op, const Tensor& x, const Shape& shape) {
+  Shape out = shape;
+  std::int64_t known = 1, infer = -1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (infer >= 0) fail<ShapeError>(op, "argument 'shape' ", to_string(shape), " has more than one -1");
+      infer = static_cast<std::int64_t>(i);
+    } else if (out[i] < 0) {
+      fail<ShapeError>(op, "argument 'shape' ", to_string(shape), " has a negative size");
+    } else {
+      known *= out[i];
+    }
+  }
+  if (infer >= 0 && known != 0 && x.numel() % known == 0) out[infer] = x.numel() / known;
+  if (numel(out) != x.numel() || (infer >= 0 && out[infer] < 0))
+    fail<ShapeError>(op, "cannot reshape argument 'x' of shape ", to_string(x.shape()), " (", x.numel(),
+                     " elements) to shape ", to_string(shape));
+  return out;
+}
+
+// reshape, squeeze and unsqueeze are all "same elements, new shape": one op, whose backward
+// views the gradient in the input's shape again.
+struct Reshape {
+  static constexpr std::string_view name = "reshape";
+  Shape shape;
+  Tensor forward(const Tensor& x) const { return x.view(infer_shape(name, x, shape)); }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {reshape(a.grad, a.inputs[0].shape())};
+  }
+};
+
+Shape squeezed(const Shape& s, std::int64_t axis) {
+  const std::int64_t ax = normalize_axis("squeeze", axis, static_cast<std::int64_t>(s.size()));
+  if (s[ax] != 1)
+    fail<ShapeError>("squeeze", "axis ", axis, " of shape ", to_string(s), " has size ", s[ax], ", not 1");
+  Shape out = s;
+  out.erase(out.begin() + ax);
+  return out;
+}
+
+Shape unsqueezed(const Shape& s, std::int64_t axis) {
+  const auto rank = static_cast<std::int64_t>(s.size());
+  const std::int64_t ax = normalize_axis("unsqueeze", axis, rank + 1);
+  Shape out = s;
+  out.insert(out.begin() + ax, 1);
+  return out;
+}
+
+Axes checked_permutation(const Axes& dims, std::int64_t rank) {
+  if (static_cast<std::int64_t>(dims.size()) != rank)
+    fail<AxisError>("permute", "argument 'dims' has ", dims.size(), " entries for a tensor of rank ", rank);
+  Axes out;
+  std::vector<bool> seen(rank, false);
+  for (auto d : dims) {
+    const std::int64_t a = normalize_axis("permute", d, rank, "dims");
+    if (seen[a]) fail<AxisError>("permute", "argument 'dims' repeats axis ", d);
+    seen[a] = true;
+    out.push_back(a);
+  }
+  return out;
+}
+
+struct Permute {
+  static constexpr std::string_view name = "permute";
+  Axes dims;  // normalized permutation
+  Tensor forward(const Tensor& x) const {
+    const Axes p = checked_permutation(dims, x.rank());
+    Shape out_shape;
+    for (auto d : p) out_shape.push_back(x.shape()[d]);
+    Tensor out = Tensor::empty(out_shape, x.dtype());
+    // Walk the output in order, reading the input through permuted strides.
+    const Shape in_strides = contiguous_strides(x.shape());
+    Shape read(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) read[i] = in_strides[p[i]];
+    dispatch(x.dtype(), [&]<class T>() {
+      const T* src = x.data<T>();
+      T* dst = out.data<T>();
+      const std::array<Shape, 2> strides{read, contiguous_strides(out_shape)};
+      for_each_run(out_shape, strides, [&](const auto& off, std::int64_t n, const auto& st) {
+        for (std::int64_t j = 0; j < n; ++j) dst[off[1] + j * st[1]] = src[off[0] + j * st[0]];
+      });
+    });
+    return out;
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const Axes p = checked_permutation(dims, a.grad.rank());
+    Axes inverse(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) inverse[p[i]] = static_cast<std::int64_t>(i);
+    return {permute(a.grad, inverse)};
+  }
+};
+
+Axes swap_axes(std::int64_t rank, std::int64_t a0, std::int64_t a1) {
+  const std::int64_t i = normalize_axis("transpose", a0, rank, "axis0");
+  const std::int64_t j = normalize_axis("transpose", a1, rank, "axis1");
+  Axes p;
+  for (std::int64_t k = 0; k < rank; ++k) p.push_back(k);
+  std::swap(p[i], p[j]);
+  return p;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const Shape& shape) { return Reshape{shape}.forward(x); }
+Var reshape(const Var& x, const Shape& shape) { return record(Reshape{shape}, x); }
+Tensor squeeze(const Tensor& x, std::int64_t axis) { return reshape(x, squeezed(x.shape(), axis)); }
+Var squeeze(const Var& x, std::int64_t axis) { return reshape(x, squeezed(x.shape(), axis)); }
+Tensor unsqueeze(const Tensor& x, std::int64_t axis) { return reshape(x, unsqueezed(x.shape(), axis)); }
+Var unsqueeze(const Var& x, std::int64_t axis) { return reshape(x, unsqueezed(x.shape(), axis)); }
+Tensor permute(const Tensor& x, const Axes& dims) { return Permute{dims}.forward(x); }
+Var permute(const Var& x, const Axes& dims) { return record(Permute{dims}, x); }
+Tensor transpose(const Tensor& x, std::int64_t a0, std::int64_t a1) {
+  if (x.rank() < 2) fail<AxisError>("transpose", "argument 'x' of shape ", to_string(x.shape()), " has rank < 2");
+  return permute(x, swap_axes(x.rank(), a0, a1));
+}
+Var transpose(const Var& x, std::int64_t a0, std::int64_t a1) {
+  if (x.rank() < 2) fail<AxisError>("transpose", "argument 'x' of shape ", to_string(x.shape()), " has rank < 2");
+  return permute(x, swap_axes(x.rank(), a0, a1));
+}
+
+}  // namespace recur

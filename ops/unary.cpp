@@ -1,0 +1,109 @@
+#include <recur/ops/unary.hpp>
+
+#include <cmath>
+
+#include <recur/ops/arithmetic.hpp>
+#include <recur/ops/compare.hpp>
+#include <recur/ops/define.hpp>
+
+namespace recur {
+namespace {
+
+// One struct per function: the scalar forward `f` and the derivative rule `df`, written
+// with ops so that it is differentiable again. Unary<F> turns it into an op.
+template <class F>
+struct Unary {
+  static constexpr std::string_view name = F::name;
+  Tensor forward(const Tensor& x) const {
+    return dispatch_floating(name, x.dtype(), [&]<class T>() { return unary_map<T>(x, [](T v) { return F::f(v); }); });
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {F::df(a.grad, a.inputs[0], a.output)};
+  }
+};
+
+struct ExpF {
+  static constexpr std::string_view name = "exp";
+  template <class T> static T f(T x) { return std::exp(x); }
+  template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, y); }
+};
+struct LogF {
+  static constexpr std::string_view name = "log";
+  template <class T> static T f(T x) { return std::log(x); }
+  template <class V> static V df(const V& g, const V& x, const V&) { return div(g, x); }
+};
+struct SqrtF {
+  static constexpr std::string_view name = "sqrt";
+  template <class T> static T f(T x) { return std::sqrt(x); }
+  template <class V> static V df(const V& g, const V&, const V& y) { return div(mul(g, scalar_like(y, 0.5)), y); }
+};
+struct AbsF {
+  static constexpr std::string_view name = "abs";
+  template <class T> static T f(T x) { return std::abs(x); }
+  // sign(x) as a constant: 1 for x > 0, -1 for x < 0, 0 at 0.
+  template <class V> static V df(const V& g, const V& x, const V&) {
+    const Tensor& v = value_of(x);
+    return mul(g, lift(g, sub(greater(v, scalar_like(v, 0.0)), less(v, scalar_like(v, 0.0)))));
+  }
+};
+struct TanhF {
+  static constexpr std::string_view name = "tanh";
+  template <class T> static T f(T x) { return std::tanh(x); }
+  template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, sub(scalar_like(y, 1.0), mul(y, y))); }
+};
+struct SigmoidF {
+  static constexpr std::string_view name = "sigmoid";
+  template <class T> static T f(T x) {
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+  template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, mul(y, sub(scalar_like(y, 1.0), y))); }
+};
+struct ReluF {
+  static constexpr std::string_view name = "relu";
+  template <class T> static T f(T x) { return x > 0 ? x : T(0); }
+  template <class V> static V df(const V& g, const V& x, const V&) {
+    const Tensor& v = value_of(x);
+    return mul(g, lift(g, greater(v, scalar_like(v, 0.0))));
+  }
+};
+struct SoftplusF {
+  static constexpr std::string_view name = "softplus";
+  template <class T> static T f(T x) { return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x))); }
+  template <class V> static V df(const V& g, const V& x, const V&) { return mul(g, sigmoid(x)); }
+};
+
+struct Clip {
+  static constexpr std::string_view name = "clip";
+  double lo, hi;
+  Tensor forward(const Tensor& x) const {
+    if (!(lo <= hi)) fail<ValueError>(name, "argument 'lo' = ", lo, " must not exceed 'hi' = ", hi);
+    return dispatch_floating(name, x.dtype(), [&]<class T>() {
+      const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+      return unary_map<T>(x, [=](T v) { return v < l ? l : (v > h ? h : v); });
+    });
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const Tensor& v = value_of(a.inputs[0]);
+    return {mul(a.grad, lift(a.grad, mul(greater_equal(v, scalar_like(v, lo)), less_equal(v, scalar_like(v, hi)))))};
+  }
+};
+
+}  // namespace
+
+RECUR_EXPOSE_UNARY(exp, Unary<ExpF>{})
+RECUR_EXPOSE_UNARY(log, Unary<LogF>{})
+RECUR_EXPOSE_UNARY(sqrt, Unary<SqrtF>{})
+RECUR_EXPOSE_UNARY(abs, Unary<AbsF>{})
+RECUR_EXPOSE_UNARY(tanh, Unary<TanhF>{})
+RECUR_EXPOSE_UNARY(sigmoid, Unary<SigmoidF>{})
+RECUR_EXPOSE_UNARY(relu, Unary<ReluF>{})
+RECUR_EXPOSE_UNARY(softplus, Unary<SoftplusF>{})
+
+Tensor clip(const Tensor& x, double lo, double hi) { return Clip{lo, hi}.forward(x); }
+Var clip(const Var& x, double lo, double hi) { return record(Clip{lo, hi}, x); }
+
+}  // namespace recur

@@ -1,0 +1,18 @@
+// Gradient-check rows: reductions.
+#include "grad_table.hpp"
+
+namespace recur::testing {
+
+std::vector<GradCase> reduction_cases() {
+  using S = std::span<const Var>;
+  return {
+      {"sum_all", same_shape(1), [](S x) { return sum(x[0] * x[0]); }},
+      {"sum_axis", same_shape(1, 2, 3), [](S x) { return sum(x[0] * x[0], {-1}); }},
+      {"sum_axes_keepdims", same_shape(1, 3, 3), [](S x) { return sum(x[0] * x[0], {0, 2}, true) * x[0]; }},
+      {"mean_axis", same_shape(1, 1, 3), [](S x) { return mean(tanh(x[0]), {0}); }},
+      {"max_all", same_shape(1, 1, 3), [](S x) { return max(x[0] * x[0]); }, Domain::distinct},
+      {"max_axis_keepdims", same_shape(1, 2, 3), [](S x) { return max(x[0], {1}, true) * x[0]; }, Domain::distinct},
+  };
+}
+
+}  // namespace recur::testing
