@@ -49,6 +49,28 @@ Var record_list(Op op, std::span<const Var> inputs) {
                    needs ? detail::OpBox(std::move(op)) : detail::OpBox(), needs);
 }
 
+// Runs f(), a composite op that records several nodes on `tape`; if it throws, the nodes it
+// recorded are dropped, so a failed op leaves the tape unchanged like a single op does.
+template <class F>
+auto transactional(Tape& tape, F&& f) {
+  const auto size = tape.size();
+  try {
+    return f();
+  } catch (...) {
+    tape.truncate(size);
+    throw;
+  }
+}
+// The same for code generic over Tensor (nothing to undo) and Var.
+template <class F>
+auto transactional(const Tensor&, F&& f) {
+  return f();
+}
+template <class F>
+auto transactional(const Var& anchor, F&& f) {
+  return transactional(anchor.tape(), std::forward<F>(f));
+}
+
 // A Tensor as a value of the same kind as `like`: the tensor itself when V is Tensor, a
 // constant on like's tape when V is Var. Lets one backward rule serve both.
 inline const Tensor& lift(const Tensor& /*like*/, const Tensor& t) { return t; }

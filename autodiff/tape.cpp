@@ -58,6 +58,11 @@ Node& NodeStore::emplace() {
   return *n;
 }
 
+void NodeStore::pop_back() {
+  --size_;
+  (*this)[size_].~Node();
+}
+
 Tape& common_tape(std::string_view op, std::span<const Var* const> inputs) {
   if (inputs.empty()) return Tape::current();
   Tape* tape = nullptr;
@@ -157,6 +162,12 @@ Var Tape::read(const Shared& shared) {
   nodes_[v.id()].shared_read = static_cast<std::int32_t>(shared_reads_.size());
   shared_reads_.push_back({v.id(), shared, shared.version()});
   return v;
+}
+
+void Tape::truncate(std::uint32_t size) {
+  while (nodes_.size() > size) nodes_.pop_back();
+  while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();
+  std::erase_if(leaf_grads_, [&](const auto& p) { return p.first >= size; });
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {

@@ -46,6 +46,7 @@ class NodeStore {
   Node& operator[](std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
   const Node& operator[](std::uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
   Node& emplace();
+  void pop_back();
 
  private:
   std::vector<Node*> chunks_;
@@ -89,6 +90,9 @@ class Tape {
   Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
   bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
   Tensor leaf_grad(std::uint32_t id) const;
+  // Drops the nodes recorded after the first `size`: how a composite op that fails
+  // halfway leaves the tape as it found it (see transactional() in record.hpp).
+  void truncate(std::uint32_t size);
 
  private:
   struct SharedRead {

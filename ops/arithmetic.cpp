@@ -116,6 +116,24 @@ RECUR_EXPOSE_BINARY(maximum, Binary<MaximumF>{})
 RECUR_EXPOSE_BINARY(minimum, Binary<MinimumF>{})
 RECUR_EXPOSE_UNARY(neg, Neg{})
 
+template <TensorOrVar V>
+V scalar_op(char op, const V& a, double s, bool scalar_first) {
+  return transactional(a, [&]() -> V {
+    const V c = scalar_like(a, s);
+    const V& x = scalar_first ? c : a;
+    const V& y = scalar_first ? a : c;
+    switch (op) {
+      case '+': return add(x, y);
+      case '-': return sub(x, y);
+      case '*': return mul(x, y);
+      case '/': return div(x, y);
+      default: return pow(x, y);
+    }
+  });
+}
+template Tensor scalar_op(char, const Tensor&, double, bool);
+template Var scalar_op(char, const Var&, double, bool);
+
 Tensor scalar_like(const Tensor& like, double value) { return scalar(value, like.dtype()); }
 Var scalar_like(const Var& like, double value) { return like.tape().constant(scalar(value, like.dtype())); }
 

@@ -39,14 +39,17 @@ inline Var operator/(const Var& a, const Var& b) { return div(a, b); }
 inline Var operator-(const Var& a) { return neg(a); }
 
 template <class V> concept TensorOrVar = std::is_same_v<V, Tensor> || std::is_same_v<V, Var>;
-template <TensorOrVar V> V operator+(const V& a, double s) { return add(a, scalar_like(a, s)); }
-template <TensorOrVar V> V operator+(double s, const V& a) { return add(scalar_like(a, s), a); }
-template <TensorOrVar V> V operator-(const V& a, double s) { return sub(a, scalar_like(a, s)); }
-template <TensorOrVar V> V operator-(double s, const V& a) { return sub(scalar_like(a, s), a); }
-template <TensorOrVar V> V operator*(const V& a, double s) { return mul(a, scalar_like(a, s)); }
-template <TensorOrVar V> V operator*(double s, const V& a) { return mul(scalar_like(a, s), a); }
-template <TensorOrVar V> V operator/(const V& a, double s) { return div(a, scalar_like(a, s)); }
-template <TensorOrVar V> V operator/(double s, const V& a) { return div(scalar_like(a, s), a); }
-template <TensorOrVar V> V pow(const V& a, double s) { return pow(a, scalar_like(a, s)); }
+// `a op scalar`: the scalar becomes a 0-d constant of a's dtype. Declared here, defined
+// in arithmetic.cpp for Tensor and Var (where a failure leaves the tape unchanged).
+template <TensorOrVar V> V scalar_op(char op, const V& a, double s, bool scalar_first);
+template <TensorOrVar V> V operator+(const V& a, double s) { return scalar_op('+', a, s, false); }
+template <TensorOrVar V> V operator+(double s, const V& a) { return scalar_op('+', a, s, true); }
+template <TensorOrVar V> V operator-(const V& a, double s) { return scalar_op('-', a, s, false); }
+template <TensorOrVar V> V operator-(double s, const V& a) { return scalar_op('-', a, s, true); }
+template <TensorOrVar V> V operator*(const V& a, double s) { return scalar_op('*', a, s, false); }
+template <TensorOrVar V> V operator*(double s, const V& a) { return scalar_op('*', a, s, true); }
+template <TensorOrVar V> V operator/(const V& a, double s) { return scalar_op('/', a, s, false); }
+template <TensorOrVar V> V operator/(double s, const V& a) { return scalar_op('/', a, s, true); }
+template <TensorOrVar V> V pow(const V& a, double s) { return scalar_op('^', a, s, false); }
 
 }  // namespace recur

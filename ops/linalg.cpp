@@ -88,6 +88,8 @@ V matmul_any(const V& a, const V& b) {
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb) { return MatMulT{ta, tb}.forward(a, b); }
 Var matmul_t(const Var& a, const Var& b, bool ta, bool tb) { return record(MatMulT{ta, tb}, a, b); }
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_any(a, b); }
-Var matmul(const Var& a, const Var& b) { return matmul_any(a, b); }
+Var matmul(const Var& a, const Var& b) {
+  return transactional(a, [&] { return matmul_any(a, b); });
+}
 
 }  // namespace recur

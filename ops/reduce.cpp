@@ -81,7 +81,8 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
   return sum(x, axes, keepdims) / static_cast<double>(reduced_count("mean", x.shape(), axes));
 }
 Var mean(const Var& x, const Axes& axes, bool keepdims) {
-  return sum(x, axes, keepdims) / static_cast<double>(reduced_count("mean", x.shape(), axes));
+  const auto n = static_cast<double>(reduced_count("mean", x.shape(), axes));
+  return transactional(x, [&] { return sum(x, axes, keepdims) / n; });
 }
 
 }  // namespace recur

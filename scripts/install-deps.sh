@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages recur needs that are missing (run as root on Debian 12).
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds LibTorch, the benchmark peer)
+set -euo pipefail
+packages=(g++ cmake ninja-build xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
+          libboost-dev libgtest-dev libbenchmark-dev)
+if [[ "${1:-}" == "--bench" ]]; then packages+=(libtorch-dev); fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's second command (and CI's): install what is missing, then
+#  1. build in Release and run the whole suite with ctest,
+#  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
+#  3. install recur and build a tiny consumer project with find_package(recur).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs="$(nproc)"
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=ON \
+      -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_EXAMPLES=OFF
+cmake --build build-sanitize -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-sanitize --output-on-failure -j"$jobs"
+
+echo "== install and find_package(recur) from another project"
+rm -rf build/install build-consumer
+cmake --install build --prefix build/install
+cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install"
+cmake --build build-consumer
+./build-consumer/recur_consumer

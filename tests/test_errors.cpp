@@ -1,0 +1,142 @@
+// Bad input throws the documented recur::Error subclass, names the op, the argument and
+// the shapes, and leaves the tape (and shared variables) as they were.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include <recur/recur.hpp>
+
+namespace recur {
+namespace {
+
+// Runs `bad` on `tape` and checks the exception type, that the message contains every
+// string in `mentions`, and that the tape did not grow.
+template <class E>
+void expect_clean_failure(Tape& tape, const std::function<void()>& bad, std::initializer_list<std::string> mentions) {
+  const auto before = tape.size();
+  try {
+    bad();
+    ADD_FAILURE() << "no exception thrown";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& m : mentions) EXPECT_NE(msg.find(m), std::string::npos) << "'" << m << "' not in: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+  EXPECT_EQ(tape.size(), before) << "a failed op recorded a node";
+}
+
+TEST(Errors, ShapeMismatchInMatmul) {
+  Tape tape;
+  Var a = tape.variable(ones({2, 3})), b = tape.variable(ones({4, 5}));
+  expect_clean_failure<ShapeError>(tape, [&] { matmul(a, b); }, {"recur::matmul", "'a'", "[2, 3]", "[4, 5]"});
+}
+
+TEST(Errors, BroadcastingThatCannotWork) {
+  Tape tape;
+  Var a = tape.variable(ones({2, 3})), b = tape.variable(ones({4, 3}));
+  expect_clean_failure<ShapeError>(tape, [&] { a * b; }, {"recur::mul", "'a'", "'b'", "[2, 3]", "[4, 3]"});
+  expect_clean_failure<ShapeError>(tape, [&] { broadcast_to(a, {3, 3}); }, {"broadcast_to", "[2, 3]", "[3, 3]"});
+}
+
+TEST(Errors, DTypeMismatch) {
+  Tape tape;
+  Var a = tape.variable(ones({2})), b = tape.variable(ones({2}, DType::float64));
+  expect_clean_failure<DTypeError>(tape, [&] { a + b; }, {"recur::add", "float32", "float64", "[2]"});
+}
+
+TEST(Errors, AxisOutOfRange) {
+  Tape tape;
+  Var a = tape.variable(ones({2, 3}));
+  expect_clean_failure<AxisError>(tape, [&] { sum(a, {2}); }, {"recur::sum", "axes", "2", "rank 2"});
+  expect_clean_failure<AxisError>(tape, [&] { transpose(a, 0, -3); }, {"recur::transpose", "-3"});
+  expect_clean_failure<AxisError>(tape, [&] { unsqueeze(a, 4); }, {"recur::unsqueeze"});
+}
+
+TEST(Errors, Int64IntoADifferentiableOp) {
+  Tape tape;
+  Var i = tape.constant(arange(4));
+  expect_clean_failure<DTypeError>(tape, [&] { tanh(i); }, {"recur::tanh", "int64"});
+  EXPECT_THROW(tape.variable(arange(3)), DTypeError);
+}
+
+TEST(Errors, BackwardOfNonScalarWithoutGradOutput) {
+  Tape tape;
+  Var a = tape.variable(ones({2, 3}));
+  Var y = a * a;
+  expect_clean_failure<GradientError>(tape, [&] { tape.backward(y); }, {"recur::backward", "[2, 3]"});
+  expect_clean_failure<GradientError>(tape, [&] { grad(y, a); }, {"recur::grad", "[2, 3]"});
+  expect_clean_failure<ShapeError>(tape, [&] { tape.backward(y, ones({3})); }, {"grad_output", "[3]", "[2, 3]"});
+}
+
+TEST(Errors, VarOfADestroyedTape) {
+  Var stale;
+  {
+    Tape tape;
+    stale = tape.variable(ones({2}));
+  }
+  Tape other;
+  try {
+    (void)stale.value();
+    ADD_FAILURE() << "no exception";
+  } catch (const TapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("destroyed"), std::string::npos) << e.what();
+  }
+  expect_clean_failure<TapeError>(other, [&] { tanh(stale); }, {"destroyed"});
+  EXPECT_THROW(Var().value(), TapeError);
+}
+
+TEST(Errors, MixingTwoTapesInOneOp) {
+  Tape t1;
+  Var a = t1.variable(ones({2}));
+  Tape t2;
+  Var b = t2.variable(ones({2}));
+  expect_clean_failure<TapeError>(t1, [&] { a + b; }, {"recur::add", "another tape"});
+  EXPECT_EQ(t2.size(), 1u);
+}
+
+TEST(Errors, SharedChangedBeforeBackward) {
+  Shared w(ones({2}), "w");
+  Shared u(ones({2}), "u");
+  Tape tape;
+  Var loss = sum(Var(w) * Var(u));
+  w.assign(full({2}, 3.0));
+  expect_clean_failure<VersionError>(tape, [&] { tape.backward(loss); }, {"recur::backward", "'w'", "[2]"});
+  EXPECT_FALSE(w.has_grad());  // nothing accumulated anywhere
+  EXPECT_FALSE(u.has_grad());
+}
+
+TEST(Errors, SharedAssignKeepsShapeAndDtype) {
+  Shared w(ones({2, 2}), "w");
+  EXPECT_THROW(w.assign(ones({4})), ShapeError);
+  EXPECT_THROW(w.assign(ones({2, 2}, DType::float64)), DTypeError);
+  EXPECT_EQ(w.version(), 0u);
+}
+
+TEST(Errors, MutableValueDoesNotDisturbATapeThatReadIt) {
+  Shared w(ones({2}), "w");
+  Tape tape;
+  Var v = w;
+  Tensor buf = w.mutable_value();
+  buf.data<float>()[0] = 5.0f;
+  EXPECT_FLOAT_EQ(v.value().at<float>({0}), 1.0f);  // the tape's copy is untouched
+  EXPECT_FLOAT_EQ(w.value().at<float>({0}), 5.0f);
+  EXPECT_EQ(w.version(), 1u);
+}
+
+}  // namespace
+}  // namespace recur
+
+namespace recur {
+namespace {
+TEST(Errors, CompositeOpsLeaveTheTapeUnchanged) {
+  Tape tape;
+  Var v = tape.variable(ones({3})), m = tape.variable(ones({2, 4}));
+  Var i = tape.constant(arange(3));
+  expect_clean_failure<ShapeError>(tape, [&] { matmul(v, m); }, {"recur::matmul", "[1, 3]", "[2, 4]"});
+  expect_clean_failure<DTypeError>(tape, [&] { i * 2.0; }, {"recur::mul", "int64"});
+  expect_clean_failure<DTypeError>(tape, [&] { mean(i); }, {"int64"});
+}
+}  // namespace
+}  // namespace recur

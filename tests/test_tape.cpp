@@ -1,0 +1,166 @@
+// The tape: accumulation, deep graphs, higher-order gradients, detach, no_grad.
+#include <gtest/gtest.h>
+
+#include <recur/recur.hpp>
+
+namespace recur {
+namespace {
+
+TEST(Tape, SameVarOnBothSidesAccumulates) {
+  Tape tape;
+  Var a = tape.variable(tensor({1.0, -2.0}, DType::float64));
+  tape.backward(sum(a + a));
+  EXPECT_TRUE(allclose(a.grad(), tensor({2.0, 2.0}, DType::float64)));
+}
+
+TEST(Tape, SharedOnTwoBranchesAndTwoTapesAccumulates) {
+  Shared w(tensor({3.0}, DType::float64), "w");
+  {
+    Tape tape;
+    Var x = tape.constant(tensor({2.0}, DType::float64));
+    tape.backward(sum(Var(w) * x + Var(w) * Var(w)));  // d/dw = x + 2w = 8
+  }
+  EXPECT_DOUBLE_EQ(w.grad().item(), 8.0);
+  {
+    Tape tape;
+    tape.backward(sum(Var(w) * 5.0));  // + 5
+  }
+  EXPECT_DOUBLE_EQ(w.grad().item(), 13.0);
+  w.zero_grad();
+  EXPECT_FALSE(w.has_grad());
+  EXPECT_DOUBLE_EQ(w.grad().item(), 0.0);
+}
+
+TEST(Tape, ReadingASharedTwiceGivesOneNode) {
+  Shared w(ones({2}), "w");
+  Tape tape;
+  Var a = w, b = w;
+  EXPECT_TRUE(same_node(a, b));
+}
+
+TEST(Tape, MillionNodeChainBackwardAndDestruction) {
+  constexpr int kNodes = 1'000'000;
+  Shared w(tensor({1.0}, DType::float64), "w");
+  {
+    Tape tape;
+    Var y = w;
+    Var c = tape.constant(tensor({1e-6}, DType::float64));
+    for (int i = 0; i < kNodes; ++i) y = y + c;  // y = w + 1
+    EXPECT_GE(tape.size(), static_cast<std::uint32_t>(kNodes));
+    tape.backward(sum(y * y));  // d/dw (w + 1)^2 = 2 (w + 1) = 4
+  }
+  EXPECT_NEAR(w.grad().item(), 4.0, 1e-9);
+}
+
+TEST(Tape, HessianVectorProduct) {
+  // f(x) = sum(x^3): grad = 3x^2, Hessian diag 6x; H v = 6 x v.
+  Tape tape;
+  Var x = tape.variable(tensor({1.0, -2.0, 0.5}, DType::float64));
+  Var f = sum(x * x * x);
+  Var g = grad(f, x, {.create_graph = true});
+  EXPECT_TRUE(allclose(g.value(), tensor({3.0, 12.0, 0.75}, DType::float64)));
+  const Tensor v = tensor({1.0, 1.0, 2.0}, DType::float64);
+  Var hv = grad(sum(g * tape.constant(v)), x);
+  EXPECT_TRUE(allclose(hv.value(), tensor({6.0, -12.0, 6.0}, DType::float64)));
+}
+
+TEST(Tape, GradWithoutCreateGraphRecordsNoBackwardOps) {
+  Tape tape;
+  Var x = tape.variable(tensor({1.0, 2.0}, DType::float64));
+  Var y = sum(tanh(x) * x);
+  const auto before = tape.size();
+  Var g = grad(y, x);
+  EXPECT_EQ(tape.size(), before + 1);  // only the constant holding the result
+  EXPECT_FALSE(g.requires_grad());
+}
+
+TEST(Tape, ThirdOrder) {
+  // f = x^4: f' = 4x^3, f'' = 12x^2, f''' = 24x
+  Tape tape;
+  Var x = tape.variable(tensor({1.5}, DType::float64));
+  Var f = sum(pow(x, 4.0));
+  Var d1 = grad(f, x, {.create_graph = true});
+  Var d2 = grad(sum(d1), x, {.create_graph = true});
+  Var d3 = grad(sum(d2), x);
+  EXPECT_NEAR(d1.value().item(), 4 * 1.5 * 1.5 * 1.5, 1e-9);
+  EXPECT_NEAR(d2.value().item(), 12 * 1.5 * 1.5, 1e-9);
+  EXPECT_NEAR(d3.value().item(), 24 * 1.5, 1e-9);
+}
+
+TEST(Tape, DetachStopsTheGradient) {
+  Tape tape;
+  Var x = tape.variable(tensor({2.0}, DType::float64));
+  Var y = x * detach(x);  // d/dx = detach(x) = 2, not 2x = 4
+  tape.backward(sum(y));
+  EXPECT_DOUBLE_EQ(x.grad().item(), 2.0);
+}
+
+TEST(Tape, NoGradRecordsValuesOnly) {
+  Tape tape;
+  Var x = tape.variable(tensor({2.0}, DType::float64));
+  Var y;
+  {
+    NoGrad off;
+    EXPECT_FALSE(grad_enabled());
+    y = x * x;
+    {
+      EnableGrad on;
+      EXPECT_TRUE(grad_enabled());
+    }
+  }
+  EXPECT_TRUE(grad_enabled());
+  EXPECT_DOUBLE_EQ(y.value().item(), 4.0);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_THROW(tape.backward(sum(y)), GradientError);
+}
+
+TEST(Tape, GradOfUnusedInputIsZero) {
+  Tape tape;
+  Var x = tape.variable(tensor({1.0}, DType::float64));
+  Var z = tape.variable(tensor({1.0, 2.0}, DType::float64));
+  Var y = sum(x * 3.0);
+  std::vector<Var> outs{y}, ins{x, z};
+  auto g = grad(outs, ins);
+  EXPECT_DOUBLE_EQ(g[0].value().item(), 3.0);
+  EXPECT_TRUE(allclose(g[1].value(), zeros({2}, DType::float64)));
+}
+
+TEST(Tape, GradOfIntermediateNode) {
+  Tape tape;
+  Var x = tape.variable(tensor({3.0}, DType::float64));
+  Var h = x * x;
+  Var y = sum(h * h);  // dy/dh = 2h = 18
+  EXPECT_DOUBLE_EQ(grad(y, h).value().item(), 18.0);
+}
+
+TEST(Tape, BackwardWithGradOutput) {
+  Tape tape;
+  Var x = tape.variable(tensor({1.0, 2.0}, DType::float64));
+  tape.backward(x * x, tensor({1.0, 10.0}, DType::float64));
+  EXPECT_TRUE(allclose(x.grad(), tensor({2.0, 40.0}, DType::float64)));
+}
+
+TEST(Tape, BytesHeldCountsEachBufferOnce) {
+  Tape tape;
+  Var x = tape.variable(zeros({256}));      // 1 KiB
+  Var r = reshape(x, {16, 16});             // a view: no new buffer
+  (void)r;
+  EXPECT_EQ(tape.bytes_held(), 1024u);
+  Var y = x * 2.0;  // 4 B scalar + 1 KiB result
+  (void)y;
+  EXPECT_EQ(tape.bytes_held(), 2 * 1024u + 4u);
+}
+
+TEST(Tape, CurrentTapeIsTheInnermost) {
+  EXPECT_THROW(Tape::current(), TapeError);
+  Tape outer;
+  EXPECT_EQ(&Tape::current(), &outer);
+  {
+    Tape inner;
+    EXPECT_EQ(&Tape::current(), &inner);
+  }
+  EXPECT_EQ(&Tape::current(), &outer);
+}
+
+}  // namespace
+}  // namespace recur
