@@ -5,12 +5,6 @@
 
 namespace recur {
 
-std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
 std::string to_string(const Shape& s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) {

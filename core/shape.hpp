@@ -15,7 +15,11 @@ namespace recur {
 using Shape = boost::container::small_vector<std::int64_t, 4>;
 using Axes = boost::container::small_vector<std::int64_t, 4>;
 
-std::int64_t numel(const Shape& s);
+inline std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
 std::string to_string(const Shape& s);
 std::ostream& operator<<(std::ostream& o, const Shape& s);
 

@@ -7,20 +7,25 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
       shape_(std::move(shape)), dtype_(dtype) {}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  for (auto d : shape)
+  Tensor t;
+  t.numel_ = 1;
+  for (auto d : shape) {
     if (d < 0) fail<ShapeError>("empty", "negative size in shape ", to_string(shape));
-  return Tensor(Storage::allocate(static_cast<std::size_t>(recur::numel(shape)) * size_of(dtype)), 0,
-                shape, dtype);
+    t.numel_ *= d;
+  }
+  t.storage_ = Storage::allocate(static_cast<std::size_t>(t.numel_) * size_of(dtype));
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
 }
 
 std::int64_t Tensor::size(std::int64_t axis) const {
   return shape_[normalize_axis("size", axis, rank())];
 }
 
-void Tensor::check_type(DType requested) const {
+void Tensor::type_mismatch(DType requested) const {
   if (!defined()) fail<ValueError>("data", "the tensor is undefined (default-constructed)");
-  if (requested != dtype_)
-    fail<DTypeError>("data", "requested ", requested, " elements of a ", dtype_, " tensor of shape ",
+  fail<DTypeError>("data", "requested ", requested, " elements of a ", dtype_, " tensor of shape ",
                      to_string(shape_));
 }
 

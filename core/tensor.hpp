@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <iosfwd>
 
 #include <recur/core/dtype.hpp>
 #include <recur/core/error.hpp>
@@ -59,7 +60,10 @@ class Tensor {
   Tensor operator[](std::int64_t index) const;
 
  private:
-  void check_type(DType requested) const;
+  void check_type(DType requested) const {
+    if (requested != dtype_ || !storage_) type_mismatch(requested);
+  }
+  [[noreturn]] void type_mismatch(DType requested) const;
   std::int64_t flat_index(std::initializer_list<std::int64_t> index) const;
 
   StoragePtr storage_;
@@ -68,6 +72,11 @@ class Tensor {
   Shape shape_;
   DType dtype_ = DType::float32;
 };
+
+// Prints dtype, shape and values NumPy-style: nested brackets, one number format for all
+// elements, "..." in place of the middle of each axis when there are more than 1000
+// elements (core/print.cpp).
+std::ostream& operator<<(std::ostream& o, const Tensor& t);
 
 template <class T>
 T Tensor::at(std::initializer_list<std::int64_t> index) const {

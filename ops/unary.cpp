@@ -10,7 +10,13 @@ namespace recur {
 namespace {
 
 // One struct per function: the scalar forward `f` and the derivative rule `df`, written
-// with ops so that it is differentiable again. Unary<F> turns it into an op.
+// with ops so that it is differentiable again. Unary<F> turns it into an op. A function
+// may also give `dfast(g, x, y)`, the same derivative on scalars: plain backward (V =
+// Tensor) then runs it as one fused loop instead of several ops. The gradient table checks
+// both forms: first order runs dfast, second order differentiates df.
+template <class F>
+concept HasFusedDerivative = requires(double v) { F::dfast(v, v, v); };
+
 template <class F>
 struct Unary {
   static constexpr std::string_view name = F::name;
@@ -19,7 +25,20 @@ struct Unary {
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
-    return {F::df(a.grad, a.inputs[0], a.output)};
+    if constexpr (std::is_same_v<V, Tensor> && HasFusedDerivative<F>) {
+      return {fused_derivative(a.grad, a.inputs[0], a.output)};
+    } else {
+      return {F::df(a.grad, a.inputs[0], a.output)};
+    }
+  }
+  static Tensor fused_derivative(const Tensor& g, const Tensor& x, const Tensor& y) {
+    return dispatch_floating(name, g.dtype(), [&]<class T>() {
+      Tensor out = Tensor::empty(g.shape(), g.dtype());
+      const T *pg = g.data<T>(), *px = x.data<T>(), *py = y.data<T>();
+      T* po = out.data<T>();
+      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) po[i] = F::dfast(pg[i], px[i], py[i]);
+      return out;
+    });
   }
 };
 
@@ -27,11 +46,13 @@ struct ExpF {
   static constexpr std::string_view name = "exp";
   template <class T> static T f(T x) { return std::exp(x); }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, y); }
+  template <class T> static T dfast(T g, T, T y) { return g * y; }
 };
 struct LogF {
   static constexpr std::string_view name = "log";
   template <class T> static T f(T x) { return std::log(x); }
   template <class V> static V df(const V& g, const V& x, const V&) { return div(g, x); }
+  template <class T> static T dfast(T g, T x, T) { return g / x; }
 };
 struct SqrtF {
   static constexpr std::string_view name = "sqrt";
@@ -51,6 +72,7 @@ struct TanhF {
   static constexpr std::string_view name = "tanh";
   template <class T> static T f(T x) { return std::tanh(x); }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, sub(scalar_like(y, 1.0), mul(y, y))); }
+  template <class T> static T dfast(T g, T, T y) { return g * (T(1) - y * y); }
 };
 struct SigmoidF {
   static constexpr std::string_view name = "sigmoid";
@@ -60,6 +82,7 @@ struct SigmoidF {
     return e / (T(1) + e);
   }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, mul(y, sub(scalar_like(y, 1.0), y))); }
+  template <class T> static T dfast(T g, T, T y) { return g * y * (T(1) - y); }
 };
 struct ReluF {
   static constexpr std::string_view name = "relu";
@@ -68,6 +91,7 @@ struct ReluF {
     const Tensor& v = value_of(x);
     return mul(g, lift(g, greater(v, scalar_like(v, 0.0))));
   }
+  template <class T> static T dfast(T g, T x, T) { return x > 0 ? g : T(0); }
 };
 struct SoftplusF {
   static constexpr std::string_view name = "softplus";
