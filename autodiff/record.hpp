@@ -34,7 +34,7 @@ template <class Op>
 Var record_list(Op op, std::span<const Var> inputs) {
   boost::container::small_vector<const Var*, 8> ptrs;
   for (const auto& v : inputs) ptrs.push_back(&v);
-  Tape& tape = detail::common_tape(Op::name, ptrs);
+  Tape& tape = detail::common_tape(Op::name, std::span<const Var* const>(ptrs.data(), ptrs.size()));
   boost::container::small_vector<Tensor, 8> values;
   boost::container::small_vector<std::uint32_t, 8> ids;
   bool needs = false;

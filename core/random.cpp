@@ -1,0 +1,132 @@
+#include <recur/core/random.hpp>
+
+#include <bit>
+#include <cmath>
+#include <numbers>
+#include <sstream>
+#include <vector>
+
+#include <recur/core/creation.hpp>
+
+namespace recur {
+namespace {
+
+// The engine's state words as the standard library writes them (text form).
+std::vector<std::uint64_t> words_of(const std::mt19937_64& engine) {
+  std::stringstream text;
+  text << engine;
+  std::vector<std::uint64_t> words;
+  std::uint64_t w;
+  while (text >> w) words.push_back(w);
+  return words;
+}
+
+std::int64_t state_words() {
+  static const auto n = static_cast<std::int64_t>(words_of(std::mt19937_64{}).size());
+  return n;
+}
+
+void check_shape(std::string_view op, const Shape& shape) {
+  for (auto d : shape)
+    if (d < 0) fail<ShapeError>(op, "argument 'shape' has a negative size: ", to_string(shape));
+}
+
+// Writes f() into every element of a new tensor, in row-major order.
+template <class T, class F>
+Tensor generate(const Shape& shape, DType dtype, F f) {
+  Tensor out = Tensor::empty(shape, dtype);
+  T* y = out.data<T>();
+  for (std::int64_t i = 0, n = out.numel(); i < n; ++i) y[i] = f();
+  return out;
+}
+
+// lo + (hi - lo) * u rounded to T; rounding can reach hi, which the interval excludes.
+template <class T>
+T scale_into(double lo, double hi, double u) {
+  const T v = static_cast<T>(lo + (hi - lo) * u);
+  const T top = static_cast<T>(hi);
+  return v >= top && static_cast<T>(lo) < top ? std::nextafter(top, static_cast<T>(lo)) : v;
+}
+
+}  // namespace
+
+Tensor Generator::state() const {
+  std::vector<std::int64_t> bits;
+  for (auto w : words_of(engine_)) bits.push_back(std::bit_cast<std::int64_t>(w));
+  return from_vector(bits, {static_cast<std::int64_t>(bits.size())});
+}
+
+void Generator::set_state(const Tensor& state) {
+  if (!state.defined()) fail<ValueError>("Generator::set_state", "argument 'state' is undefined");
+  if (state.dtype() != DType::int64)
+    fail<DTypeError>("Generator::set_state", "argument 'state' must be int64, got ", state.dtype());
+  const Shape expected{state_words()};
+  if (state.shape() != expected)
+    fail<ShapeError>("Generator::set_state", "argument 'state' must have shape ", to_string(expected),
+                     ", got ", to_string(state.shape()));
+  std::stringstream text;
+  const std::int64_t* bits = state.data<std::int64_t>();
+  for (std::int64_t i = 0; i < state.numel(); ++i) text << std::bit_cast<std::uint64_t>(bits[i]) << ' ';
+  std::mt19937_64 engine;
+  text >> engine;
+  if (text.fail()) fail<ValueError>("Generator::set_state", "argument 'state' is not a valid engine state");
+  engine_ = engine;
+}
+
+Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType dtype) {
+  check_shape("uniform", shape);
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    fail<ValueError>("uniform", "arguments 'lo' and 'hi' must be finite, got lo=", lo, ", hi=", hi);
+  if (hi < lo) fail<ValueError>("uniform", "argument 'hi' (", hi, ") is less than argument 'lo' (", lo, ")");
+  if (!std::isfinite(hi - lo)) fail<ValueError>("uniform", "the range hi - lo overflows: lo=", lo, ", hi=", hi);
+  return dispatch_floating("uniform", dtype, [&]<class T>() {
+    return generate<T>(shape, dtype, [&] {
+      const double u = std::is_same_v<T, float> ? gen.next_float() : gen.next_double();
+      return scale_into<T>(lo, hi, u);
+    });
+  });
+}
+
+Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType dtype) {
+  check_shape("normal", shape);
+  if (!std::isfinite(mean)) fail<ValueError>("normal", "argument 'mean' must be finite, got ", mean);
+  if (!(std >= 0) || !std::isfinite(std))
+    fail<ValueError>("normal", "argument 'std' must be finite and >= 0, got ", std);
+  return dispatch_floating("normal", dtype, [&]<class T>() {
+    Tensor out = Tensor::empty(shape, dtype);
+    T* y = out.data<T>();
+    const std::int64_t n = out.numel();
+    for (std::int64_t i = 0; i < n; i += 2) {
+      const double u1 = 1.0 - gen.next_double();  // (0, 1]: log(u1) is finite
+      const double u2 = gen.next_double();
+      const double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * std::numbers::pi * u2;
+      y[i] = static_cast<T>(mean + std * (r * std::cos(theta)));
+      if (i + 1 < n) y[i + 1] = static_cast<T>(mean + std * (r * std::sin(theta)));
+    }
+    return out;
+  });
+}
+
+Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {
+  check_shape("bernoulli", shape);
+  if (!(p >= 0 && p <= 1)) fail<ValueError>("bernoulli", "argument 'p' must be in [0, 1], got ", p);
+  return dispatch(dtype, [&]<class T>() {
+    return generate<T>(shape, dtype, [&] { return static_cast<T>(gen.next_double() < p ? 1 : 0); });
+  });
+}
+
+Tensor bernoulli(const Tensor& p, Generator& gen) {
+  if (!p.defined()) fail<ValueError>("bernoulli", "argument 'p' is undefined");
+  return dispatch_floating("bernoulli", p.dtype(), [&]<class T>() {
+    const T* q = p.data<T>();
+    const std::int64_t n = p.numel();
+    for (std::int64_t i = 0; i < n; ++i)
+      if (!(q[i] >= 0 && q[i] <= 1))
+        fail<ValueError>("bernoulli", "argument 'p' of shape ", to_string(p.shape()),
+                         " must hold probabilities in [0, 1], found ", q[i], " at flat index ", i);
+    std::int64_t i = 0;
+    return generate<T>(p.shape(), p.dtype(), [&] { return static_cast<T>(gen.next_double() < q[i++] ? 1 : 0); });
+  });
+}
+
+}  // namespace recur

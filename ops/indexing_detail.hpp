@@ -1,0 +1,97 @@
+#pragma once
+// Internal to the indexing and joining ops: the [outer, n, inner] view of a tensor around
+// one axis, the row copy/scatter kernels built on it, and the checks of axes and indices.
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include <recur/ops/define.hpp>
+
+namespace recur::detail {
+
+// A shape seen as [outer, n, inner] around `axis`: element (o, j, i) is at (o * n + j) * inner + i.
+struct AxisBlocks {
+  std::int64_t outer = 1, n = 1, inner = 1;
+  AxisBlocks(const Shape& s, std::int64_t axis) : n(s[axis]) {
+    for (std::int64_t k = 0; k < axis; ++k) outer *= s[k];
+    for (auto k = static_cast<std::size_t>(axis) + 1; k < s.size(); ++k) inner *= s[k];
+  }
+};
+
+// out[o, j, :] = x[o, pos(j), :] for j < count, with x seen as `b` and out (of out_shape) as
+// [b.outer, count, b.inner]. slice, index and take are this loop with different pos.
+template <class Pos>
+Tensor select_rows(const Tensor& x, const AxisBlocks& b, std::int64_t count, const Shape& out_shape, Pos pos) {
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  dispatch(x.dtype(), [&]<class T>() {
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+    for (std::int64_t o = 0; o < b.outer; ++o)
+      for (std::int64_t j = 0; j < count; ++j, dst += b.inner)
+        std::copy_n(src + (o * b.n + pos(j)) * b.inner, b.inner, dst);
+  });
+  return out;
+}
+
+// The adjoint of select_rows: out = zeros(out_shape) seen as `b`, then out[o, pos(j), :] +=
+// g[o, j, :]. Repeated positions add up.
+template <class Pos>
+Tensor scatter_add_rows(const Tensor& g, const AxisBlocks& b, std::int64_t count, const Shape& out_shape, Pos pos) {
+  Tensor out = Tensor::empty(out_shape, g.dtype());
+  dispatch(g.dtype(), [&]<class T>() {
+    const T* src = g.data<T>();
+    T* dst = out.data<T>();
+    std::fill_n(dst, out.numel(), T(0));
+    for (std::int64_t o = 0; o < b.outer; ++o)
+      for (std::int64_t j = 0; j < count; ++j, src += b.inner) {
+        T* row = dst + (o * b.n + pos(j)) * b.inner;
+        for (std::int64_t i = 0; i < b.inner; ++i) row[i] += src[i];
+      }
+  });
+  return out;
+}
+
+// `axis` of a tensor of `shape` (of a rank one larger for stack's new axis) in [0, rank);
+// AxisError naming op, the axis and the shape.
+inline std::int64_t checked_axis(std::string_view op, std::int64_t axis, const Shape& shape,
+                                 std::string_view arg = "x", std::int64_t extra_rank = 0) {
+  const auto rank = static_cast<std::int64_t>(shape.size()) + extra_rank;
+  if (axis < -rank || axis >= rank)
+    fail<AxisError>(op, "argument 'axis' = ", axis, " is out of range for argument '", arg, "' of shape ",
+                    to_string(shape), " (allowed: [", -rank, ", ", rank, "))");
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline std::int64_t wrap_index(std::int64_t i, std::int64_t n) { return i < 0 ? i + n : i; }
+
+// i in [-n, n) for n = shape[axis]; IndexError naming op, the bad value and the shape.
+inline std::int64_t checked_index(std::string_view op, std::int64_t i, const Shape& shape, std::int64_t axis) {
+  const std::int64_t n = shape[axis];
+  if (i < -n || i >= n)
+    fail<IndexError>(op, "index ", i, " is out of range [", -n, ", ", n, ") for axis ", axis,
+                     " of argument 'x' of shape ", to_string(shape));
+  return wrap_index(i, n);
+}
+
+// int64 `indices`, every one valid along `axis` of a tensor of shape x_shape.
+inline void check_indices(std::string_view op, const Tensor& indices, const Shape& x_shape, std::int64_t axis) {
+  if (indices.dtype() != DType::int64)
+    fail<DTypeError>(op, "argument 'indices' of shape ", to_string(indices.shape()), " must be int64, got ",
+                     indices.dtype(), " (argument 'x' of shape ", to_string(x_shape), ")");
+  const std::int64_t* p = indices.data<std::int64_t>();
+  for (std::int64_t j = 0, m = indices.numel(); j < m; ++j) checked_index(op, p[j], x_shape, axis);
+}
+
+// Runs an op on values (V = Tensor) or records it (V = Var): how a backward rule uses an op
+// that has no public function, such as the scatters.
+template <class Op, class V, class... Rest>
+V apply_op(Op op, const V& x, const Rest&... rest) {
+  if constexpr (std::is_same_v<V, Tensor>) {
+    return op.forward(x, rest...);
+  } else {
+    return record(std::move(op), x, rest...);
+  }
+}
+
+}  // namespace recur::detail

@@ -1,0 +1,161 @@
+// concat is the one joining op; stack is concat of unsqueezed inputs, and split's pieces
+// are slices, so each has a single code path for values and gradients.
+#include <recur/ops/join.hpp>
+
+#include <boost/container/small_vector.hpp>
+
+#include <recur/ops/indexing.hpp>
+#include <recur/ops/indexing_detail.hpp>
+#include <recur/ops/shape.hpp>
+
+namespace recur {
+namespace {
+
+// Checks that xs can be joined: a non-empty list of one dtype, whose shapes agree on every
+// axis but `axis` (concat) or on all axes (stack, whose new axis may also be rank).
+// Returns the axis normalized.
+template <class V>
+std::int64_t check_joinable(std::string_view op, std::span<const V> xs, std::int64_t axis, bool new_axis) {
+  if (xs.empty()) fail<ValueError>(op, "argument 'xs' is an empty list: there is nothing to join");
+  const Shape& first = xs[0].shape();
+  const std::int64_t ax = detail::checked_axis(op, axis, first, "xs[0]", new_axis ? 1 : 0);
+  for (std::size_t k = 1; k < xs.size(); ++k) {
+    const Shape& s = xs[k].shape();
+    if (xs[k].dtype() != xs[0].dtype())
+      fail<DTypeError>(op, "input ", k, " of shape ", to_string(s), " has dtype ", xs[k].dtype(),
+                       " but input 0 of shape ", to_string(first), " has dtype ", xs[0].dtype());
+    bool same = s.size() == first.size();
+    for (std::size_t d = 0; same && d < s.size(); ++d)
+      same = s[d] == first[d] || (!new_axis && static_cast<std::int64_t>(d) == ax);
+    if (!same) {
+      if (new_axis)
+        fail<ShapeError>(op, "input ", k, " of shape ", to_string(s), " differs from input 0 of shape ",
+                         to_string(first), ": stacked tensors must have one shape");
+      fail<ShapeError>(op, "input ", k, " of shape ", to_string(s), " does not match input 0 of shape ",
+                       to_string(first), " on the axes other than axis ", ax);
+    }
+  }
+  return ax;
+}
+
+struct Concat {
+  static constexpr std::string_view name = "concat";
+  std::int64_t axis;
+  Tensor forward(std::span<const Tensor> xs) const {
+    const std::int64_t ax = check_joinable(name, xs, axis, false);
+    Shape out = xs[0].shape();
+    out[ax] = 0;
+    for (const auto& x : xs) out[ax] += x.shape()[ax];
+    Tensor y = Tensor::empty(out, xs[0].dtype());
+    const detail::AxisBlocks b(out, ax);
+    // Each outer block of the output is the inputs' blocks one after the other.
+    dispatch(y.dtype(), [&]<class T>() {
+      boost::container::small_vector<const T*, 8> src;
+      for (const auto& x : xs) src.push_back(x.data<T>());
+      T* dst = y.data<T>();
+      for (std::int64_t o = 0; o < b.outer; ++o)
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+          const std::int64_t row = xs[k].shape()[ax] * b.inner;
+          dst = std::copy_n(src[k] + o * row, row, dst);
+        }
+    });
+    return y;
+  }
+  // Each input's gradient is its slice of the output's gradient.
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const std::int64_t ax = detail::checked_axis(name, axis, a.grad.shape());
+    Grads<V> g(a.inputs.size());
+    std::int64_t offset = 0;
+    for (std::size_t k = 0; k < a.inputs.size(); ++k) {
+      const std::int64_t n = a.inputs[k].shape()[ax];
+      if (a.needs_grad(k)) g[k] = slice(a.grad, ax, offset, offset + n);
+      offset += n;
+    }
+    return g;
+  }
+};
+
+template <class V>
+V stack_of(std::span<const V> xs, std::int64_t axis) {
+  const std::int64_t ax = check_joinable("stack", xs, axis, true);
+  return transactional(xs[0], [&] {
+    std::vector<V> parts;
+    parts.reserve(xs.size());
+    for (const auto& x : xs) parts.push_back(unsqueeze(x, ax));
+    return concat(std::span<const V>(parts), ax);
+  });
+}
+
+template <class V>
+std::vector<V> split_of(const V& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
+  const std::int64_t ax = detail::checked_axis("split", axis, x.shape());
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0)
+      fail<ValueError>("split", "argument 'sizes' holds the negative size ", s, " (argument 'x' of shape ",
+                       to_string(x.shape()), ")");
+    total += s;
+  }
+  if (total != x.shape()[ax])
+    fail<ShapeError>("split", "argument 'sizes' adds up to ", total, " but axis ", ax, " of argument 'x' of shape ",
+                     to_string(x.shape()), " has size ", x.shape()[ax]);
+  return transactional(x, [&] {
+    std::vector<V> pieces;
+    pieces.reserve(sizes.size());
+    std::int64_t offset = 0;
+    for (auto s : sizes) {
+      pieces.push_back(slice(x, ax, offset, offset + s));
+      offset += s;
+    }
+    return pieces;
+  });
+}
+
+template <class V>
+std::vector<V> split_equal(const V& x, std::int64_t axis, std::int64_t n_equal) {
+  const std::int64_t ax = detail::checked_axis("split", axis, x.shape());
+  const std::int64_t n = x.shape()[ax];
+  if (n_equal < 1 || n % n_equal != 0)
+    fail<ValueError>("split", "argument 'n_equal' = ", n_equal, " does not divide axis ", ax, " of size ", n,
+                     " of argument 'x' of shape ", to_string(x.shape()), " into equal pieces");
+  const std::vector<std::int64_t> sizes(static_cast<std::size_t>(n_equal), n / n_equal);
+  return split_of(x, ax, sizes);
+}
+
+}  // namespace
+
+Tensor concat(std::span<const Tensor> xs, std::int64_t axis) { return Concat{axis}.forward(xs); }
+Var concat(std::span<const Var> xs, std::int64_t axis) {
+  // record_list needs a tape, which an empty list has not: say what is wrong instead.
+  if (xs.empty()) check_joinable(Concat::name, xs, axis, false);
+  return record_list(Concat{axis}, xs);
+}
+Tensor concat(std::initializer_list<Tensor> xs, std::int64_t axis) { return concat(std::span(xs), axis); }
+Var concat(std::initializer_list<Var> xs, std::int64_t axis) { return concat(std::span(xs), axis); }
+
+Tensor stack(std::span<const Tensor> xs, std::int64_t axis) { return stack_of(xs, axis); }
+Var stack(std::span<const Var> xs, std::int64_t axis) { return stack_of(xs, axis); }
+Tensor stack(std::initializer_list<Tensor> xs, std::int64_t axis) { return stack_of(std::span(xs), axis); }
+Var stack(std::initializer_list<Var> xs, std::int64_t axis) { return stack_of(std::span(xs), axis); }
+
+std::vector<Tensor> split(const Tensor& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
+  return split_of(x, axis, sizes);
+}
+std::vector<Var> split(const Var& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
+  return split_of(x, axis, sizes);
+}
+std::vector<Tensor> split(const Tensor& x, std::int64_t axis, std::initializer_list<std::int64_t> sizes) {
+  return split_of(x, axis, std::span(sizes));
+}
+std::vector<Var> split(const Var& x, std::int64_t axis, std::initializer_list<std::int64_t> sizes) {
+  return split_of(x, axis, std::span(sizes));
+}
+std::vector<Tensor> split(const Tensor& x, std::int64_t axis, std::int64_t n_equal) {
+  return split_equal(x, axis, n_equal);
+}
+std::vector<Var> split(const Var& x, std::int64_t axis, std::int64_t n_equal) {
+  return split_equal(x, axis, n_equal);
+}
+
+}  // namespace recur
