@@ -7,25 +7,14 @@
 
 #include <recur/recur.hpp>
 
+#include "expect_error.hpp"
+
 namespace recur {
 namespace {
 
-// Runs `bad` on `tape` and checks the exception type, that the message contains every
-// string in `mentions`, and that the tape did not grow.
-template <class E>
-void expect_clean_failure(Tape& tape, const std::function<void()>& bad, std::initializer_list<std::string> mentions) {
-  const auto before = tape.size();
-  try {
-    bad();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& m : mentions) EXPECT_NE(msg.find(m), std::string::npos) << "'" << m << "' not in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-  EXPECT_EQ(tape.size(), before) << "a failed op recorded a node";
-}
+using testing::expect_clean_failure;
+using testing::expect_error;
+
 
 TEST(Errors, ShapeMismatchInMatmul) {
   Tape tape;

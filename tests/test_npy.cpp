@@ -11,8 +11,13 @@
 
 #include <recur/recur.hpp>
 
+#include "expect_error.hpp"
+
 namespace recur {
 namespace {
+
+using testing::expect_clean_failure;
+using testing::expect_error;
 
 namespace fs = std::filesystem;
 
@@ -53,19 +58,6 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
          (a.numel() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
 }
 
-// Checks that `f` throws E with every string of `mentions` in its message.
-template <class E>
-void expect_error(const std::function<void()>& f, std::initializer_list<std::string> mentions) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& m : mentions) EXPECT_NE(msg.find(m), std::string::npos) << "'" << m << "' not in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
 
 class Npy : public ::testing::Test {
  protected:

@@ -12,8 +12,13 @@
 
 #include <recur/recur.hpp>
 
+#include "expect_error.hpp"
+
 namespace recur {
 namespace {
+
+using testing::expect_clean_failure;
+using testing::expect_error;
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
@@ -58,18 +63,6 @@ Moments moments(const Tensor& t) {
   return m;
 }
 
-template <class E>
-void expect_error(const std::function<void()>& f, std::initializer_list<std::string> mentions) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& m : mentions) EXPECT_NE(msg.find(m), std::string::npos) << "'" << m << "' not in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
 
 constexpr std::int64_t kDraws = 100000;
 
