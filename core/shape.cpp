@@ -32,21 +32,22 @@ Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b, std:
   return out;
 }
 
-std::int64_t normalize_axis(std::string_view op, std::int64_t axis, std::int64_t rank,
-                            std::string_view arg) {
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, const Shape& shape,
+                            std::string_view arg, std::int64_t extra_rank) {
+  const auto rank = static_cast<std::int64_t>(shape.size()) + extra_rank;
   if (axis < -rank || axis >= rank)
     fail<AxisError>(op, "argument '", arg, "' = ", axis, " is out of range for a tensor of rank ",
-                    rank);
+                    shape.size(), " (shape ", to_string(shape), "; allowed [", -rank, ", ", rank, "))");
   return axis < 0 ? axis + rank : axis;
 }
 
-Axes normalize_axes(std::string_view op, const Axes& axes, std::int64_t rank) {
+Axes normalize_axes(std::string_view op, const Axes& axes, const Shape& shape) {
   Axes out;
   if (axes.empty()) {
-    for (std::int64_t i = 0; i < rank; ++i) out.push_back(i);
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(shape.size()); ++i) out.push_back(i);
     return out;
   }
-  for (auto a : axes) out.push_back(normalize_axis(op, a, rank, "axes"));
+  for (auto a : axes) out.push_back(normalize_axis(op, a, shape, "axes"));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -27,11 +27,12 @@ std::ostream& operator<<(std::ostream& o, const Shape& s);
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b,
                        std::string_view a_name = "a", std::string_view b_name = "b");
 
-// Maps a possibly negative axis into [0, rank); throws AxisError naming op and argument.
-std::int64_t normalize_axis(std::string_view op, std::int64_t axis, std::int64_t rank,
-                            std::string_view arg = "axis");
+// Maps a possibly negative axis of a tensor of `shape` into [0, rank + extra_rank)
+// (extra_rank = 1 for an axis to be inserted); AxisError naming op, arg and the shape.
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, const Shape& shape,
+                            std::string_view arg = "axis", std::int64_t extra_rank = 0);
 // Normalizes, sorts and de-duplicates; an empty list means "all axes".
-Axes normalize_axes(std::string_view op, const Axes& axes, std::int64_t rank);
+Axes normalize_axes(std::string_view op, const Axes& axes, const Shape& shape);
 
 // Row-major strides in elements; stride 0 where a size-1 axis is broadcast to `target`.
 Shape broadcast_strides(const Shape& shape, const Shape& target);

@@ -20,7 +20,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 }
 
 std::int64_t Tensor::size(std::int64_t axis) const {
-  return shape_[normalize_axis("size", axis, rank())];
+  return shape_[normalize_axis("size", axis, shape_)];
 }
 
 void Tensor::type_mismatch(DType requested) const {
@@ -45,12 +45,14 @@ std::int64_t Tensor::flat_index(std::initializer_list<std::int64_t> index) const
 }
 
 Tensor Tensor::clone() const {
+  if (!defined()) fail<ValueError>("clone", "the tensor is undefined (default-constructed)");
   Tensor out = empty(shape_, dtype_);
   if (numel_) std::memcpy(out.raw_data(), raw_data(), nbytes());
   return out;
 }
 
 Tensor Tensor::to(DType dtype) const {
+  if (!defined()) fail<ValueError>("to", "the tensor is undefined (default-constructed)");
   if (dtype == dtype_) return *this;
   Tensor out = empty(shape_, dtype);
   dispatch(dtype_, [&]<class S>() {

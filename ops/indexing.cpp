@@ -51,7 +51,7 @@ struct Slice {
   static constexpr std::string_view name = "slice";
   std::int64_t axis, start, stop, step;
   Tensor forward(const Tensor& x) const {
-    const std::int64_t ax = detail::checked_axis(name, axis, x.shape());
+    const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const SliceRange r = resolve(x.shape(), ax, start, stop, step);
     Shape out = x.shape();
     out[ax] = r.count;
@@ -60,7 +60,7 @@ struct Slice {
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
     const Shape& in = a.inputs[0].shape();
-    const std::int64_t ax = detail::checked_axis(name, axis, in);
+    const std::int64_t ax = normalize_axis(name, axis, in);
     return {detail::apply_op(SliceScatter{ax, in[ax], resolve(in, ax, start, stop, step)}, a.grad)};
   }
 };
@@ -69,7 +69,7 @@ struct Index {
   static constexpr std::string_view name = "index";
   std::int64_t axis, i;
   Tensor forward(const Tensor& x) const {
-    const std::int64_t ax = detail::checked_axis(name, axis, x.shape());
+    const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const std::int64_t k = detail::checked_index(name, i, x.shape(), ax);
     if (ax == 0) return x[k];  // scan's x[t]: a view, no copy
     Shape out = x.shape();
@@ -82,7 +82,7 @@ struct Index {
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
     Shape kept = a.inputs[0].shape();
-    const std::int64_t ax = detail::checked_axis(name, axis, kept);
+    const std::int64_t ax = normalize_axis(name, axis, kept);
     const std::int64_t n = kept[ax];
     const std::int64_t k = detail::wrap_index(i, n);
     kept[ax] = 1;

@@ -52,17 +52,6 @@ Tensor scatter_add_rows(const Tensor& g, const AxisBlocks& b, std::int64_t count
   return out;
 }
 
-// `axis` of a tensor of `shape` (of a rank one larger for stack's new axis) in [0, rank);
-// AxisError naming op, the axis and the shape.
-inline std::int64_t checked_axis(std::string_view op, std::int64_t axis, const Shape& shape,
-                                 std::string_view arg = "x", std::int64_t extra_rank = 0) {
-  const auto rank = static_cast<std::int64_t>(shape.size()) + extra_rank;
-  if (axis < -rank || axis >= rank)
-    fail<AxisError>(op, "argument 'axis' = ", axis, " is out of range for argument '", arg, "' of shape ",
-                    to_string(shape), " (allowed: [", -rank, ", ", rank, "))");
-  return axis < 0 ? axis + rank : axis;
-}
-
 inline std::int64_t wrap_index(std::int64_t i, std::int64_t n) { return i < 0 ? i + n : i; }
 
 // i in [-n, n) for n = shape[axis]; IndexError naming op, the bad value and the shape.

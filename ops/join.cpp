@@ -18,7 +18,7 @@ template <class V>
 std::int64_t check_joinable(std::string_view op, std::span<const V> xs, std::int64_t axis, bool new_axis) {
   if (xs.empty()) fail<ValueError>(op, "argument 'xs' is an empty list: there is nothing to join");
   const Shape& first = xs[0].shape();
-  const std::int64_t ax = detail::checked_axis(op, axis, first, "xs[0]", new_axis ? 1 : 0);
+  const std::int64_t ax = normalize_axis(op, axis, first, "axis", new_axis ? 1 : 0);
   for (std::size_t k = 1; k < xs.size(); ++k) {
     const Shape& s = xs[k].shape();
     if (xs[k].dtype() != xs[0].dtype())
@@ -64,7 +64,7 @@ struct Concat {
   // Each input's gradient is its slice of the output's gradient.
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
-    const std::int64_t ax = detail::checked_axis(name, axis, a.grad.shape());
+    const std::int64_t ax = normalize_axis(name, axis, a.grad.shape());
     Grads<V> g(a.inputs.size());
     std::int64_t offset = 0;
     for (std::size_t k = 0; k < a.inputs.size(); ++k) {
@@ -89,7 +89,7 @@ V stack_of(std::span<const V> xs, std::int64_t axis) {
 
 template <class V>
 std::vector<V> split_of(const V& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
-  const std::int64_t ax = detail::checked_axis("split", axis, x.shape());
+  const std::int64_t ax = normalize_axis("split", axis, x.shape());
   std::int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0)
@@ -114,7 +114,7 @@ std::vector<V> split_of(const V& x, std::int64_t axis, std::span<const std::int6
 
 template <class V>
 std::vector<V> split_equal(const V& x, std::int64_t axis, std::int64_t n_equal) {
-  const std::int64_t ax = detail::checked_axis("split", axis, x.shape());
+  const std::int64_t ax = normalize_axis("split", axis, x.shape());
   const std::int64_t n = x.shape()[ax];
   if (n_equal < 1 || n % n_equal != 0)
     fail<ValueError>("split", "argument 'n_equal' = ", n_equal, " does not divide axis ", ax, " of size ", n,

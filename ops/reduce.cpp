@@ -16,7 +16,7 @@ struct ReducedShapes {
   Shape kept, out;
 };
 ReducedShapes reduced_shapes(std::string_view op, const Shape& in, const Axes& axes, bool keepdims) {
-  const Axes ax = normalize_axes(op, axes, static_cast<std::int64_t>(in.size()));
+  const Axes ax = normalize_axes(op, axes, in);
   ReducedShapes r{in, {}};
   for (auto a : ax) r.kept[a] = 1;
   for (std::size_t i = 0; i < in.size(); ++i)
@@ -66,7 +66,7 @@ struct Max {
 
 std::int64_t reduced_count(std::string_view op, const Shape& in, const Axes& axes) {
   std::int64_t n = 1;
-  for (auto a : normalize_axes(op, axes, static_cast<std::int64_t>(in.size()))) n *= in[a];
+  for (auto a : normalize_axes(op, axes, in)) n *= in[a];
   return n;
 }
 

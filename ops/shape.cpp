@@ -40,7 +40,7 @@ struct Reshape {
 };
 
 Shape squeezed(const Shape& s, std::int64_t axis) {
-  const std::int64_t ax = normalize_axis("squeeze", axis, static_cast<std::int64_t>(s.size()));
+  const std::int64_t ax = normalize_axis("squeeze", axis, s);
   if (s[ax] != 1)
     fail<ShapeError>("squeeze", "axis ", axis, " of shape ", to_string(s), " has size ", s[ax], ", not 1");
   Shape out = s;
@@ -49,21 +49,21 @@ Shape squeezed(const Shape& s, std::int64_t axis) {
 }
 
 Shape unsqueezed(const Shape& s, std::int64_t axis) {
-  const auto rank = static_cast<std::int64_t>(s.size());
-  const std::int64_t ax = normalize_axis("unsqueeze", axis, rank + 1);
+  const std::int64_t ax = normalize_axis("unsqueeze", axis, s, "axis", 1);
   Shape out = s;
   out.insert(out.begin() + ax, 1);
   return out;
 }
 
-Axes checked_permutation(const Axes& dims, std::int64_t rank) {
+Axes checked_permutation(const Axes& dims, const Shape& shape) {
+  const auto rank = static_cast<std::int64_t>(shape.size());
   if (static_cast<std::int64_t>(dims.size()) != rank)
-    fail<AxisError>("permute", "argument 'dims' has ", dims.size(), " entries for a tensor of rank ", rank);
+    fail<AxisError>("permute", "argument 'dims' has ", dims.size(), " entries for a tensor of shape ", to_string(shape));
   Axes out;
   std::vector<bool> seen(rank, false);
   for (auto d : dims) {
-    const std::int64_t a = normalize_axis("permute", d, rank, "dims");
-    if (seen[a]) fail<AxisError>("permute", "argument 'dims' repeats axis ", d);
+    const std::int64_t a = normalize_axis("permute", d, shape, "dims");
+    if (seen[a]) fail<AxisError>("permute", "argument 'dims' repeats axis ", d, " (shape ", to_string(shape), ")");
     seen[a] = true;
     out.push_back(a);
   }
@@ -74,7 +74,7 @@ struct Permute {
   static constexpr std::string_view name = "permute";
   Axes dims;  // normalized permutation
   Tensor forward(const Tensor& x) const {
-    const Axes p = checked_permutation(dims, x.rank());
+    const Axes p = checked_permutation(dims, x.shape());
     Shape out_shape;
     for (auto d : p) out_shape.push_back(x.shape()[d]);
     Tensor out = Tensor::empty(out_shape, x.dtype());
@@ -94,16 +94,17 @@ struct Permute {
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
-    const Axes p = checked_permutation(dims, a.grad.rank());
+    const Axes p = checked_permutation(dims, a.grad.shape());
     Axes inverse(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) inverse[p[i]] = static_cast<std::int64_t>(i);
     return {permute(a.grad, inverse)};
   }
 };
 
-Axes swap_axes(std::int64_t rank, std::int64_t a0, std::int64_t a1) {
-  const std::int64_t i = normalize_axis("transpose", a0, rank, "axis0");
-  const std::int64_t j = normalize_axis("transpose", a1, rank, "axis1");
+Axes swap_axes(const Shape& shape, std::int64_t a0, std::int64_t a1) {
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  const std::int64_t i = normalize_axis("transpose", a0, shape, "axis0");
+  const std::int64_t j = normalize_axis("transpose", a1, shape, "axis1");
   Axes p;
   for (std::int64_t k = 0; k < rank; ++k) p.push_back(k);
   std::swap(p[i], p[j]);
@@ -122,11 +123,11 @@ Tensor permute(const Tensor& x, const Axes& dims) { return Permute{dims}.forward
 Var permute(const Var& x, const Axes& dims) { return record(Permute{dims}, x); }
 Tensor transpose(const Tensor& x, std::int64_t a0, std::int64_t a1) {
   if (x.rank() < 2) fail<AxisError>("transpose", "argument 'x' of shape ", to_string(x.shape()), " has rank < 2");
-  return permute(x, swap_axes(x.rank(), a0, a1));
+  return permute(x, swap_axes(x.shape(), a0, a1));
 }
 Var transpose(const Var& x, std::int64_t a0, std::int64_t a1) {
   if (x.rank() < 2) fail<AxisError>("transpose", "argument 'x' of shape ", to_string(x.shape()), " has rank < 2");
-  return permute(x, swap_axes(x.rank(), a0, a1));
+  return permute(x, swap_axes(x.shape(), a0, a1));
 }
 
 }  // namespace recur

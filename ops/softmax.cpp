@@ -28,7 +28,7 @@ struct LogSumExp {
 
   // x's shape with the reduced axes set to 1 (keep) or dropped.
   Shape reduced_shape(const Shape& in, bool keep) const {
-    const Axes ax = normalize_axes(name, axes, static_cast<std::int64_t>(in.size()));
+    const Axes ax = normalize_axes(name, axes, in);
     Shape out = in;
     for (auto a = ax.rbegin(); a != ax.rend(); ++a) {
       if (keep) out[*a] = 1;
@@ -85,7 +85,7 @@ struct SoftmaxAlong {
   std::int64_t axis;
 
   Tensor forward(const Tensor& x) const {
-    const std::int64_t ax = normalize_axis(name, axis, x.rank());
+    const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const Shape& s = x.shape();
     const std::int64_t n = s[ax];
     std::int64_t inner = 1;

@@ -45,7 +45,7 @@ struct Take {
   static constexpr std::string_view name = "take";
   std::int64_t axis;
   Tensor forward(const Tensor& x, const Tensor& indices) const {
-    const std::int64_t ax = detail::checked_axis(name, axis, x.shape());
+    const std::int64_t ax = normalize_axis(name, axis, x.shape());
     detail::check_indices(name, indices, x.shape(), ax);
     const AxisBlocks b(x.shape(), ax);
     const std::int64_t* p = indices.data<std::int64_t>();
@@ -56,7 +56,7 @@ struct Take {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
-    const std::int64_t ax = detail::checked_axis(name, axis, in);
+    const std::int64_t ax = normalize_axis(name, axis, in);
     if (a.needs_grad(0)) g[0] = detail::apply_op(TakeScatter{ax, in[ax]}, a.grad, a.inputs[1]);
     return g;
   }
@@ -113,7 +113,7 @@ struct Gather {
                        " and be no larger on every axis but axis ", ax);
   }
   Tensor forward(const Tensor& x, const Tensor& indices) const {
-    const std::int64_t ax = detail::checked_axis(name, axis, x.shape());
+    const std::int64_t ax = normalize_axis(name, axis, x.shape());
     detail::check_indices(name, indices, x.shape(), ax);
     check_shapes(x, indices, ax);
     Tensor out = Tensor::empty(indices.shape(), x.dtype());
@@ -129,7 +129,7 @@ struct Gather {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
     if (a.needs_grad(0))
-      g[0] = detail::apply_op(GatherScatter{detail::checked_axis(name, axis, in), in}, a.grad, a.inputs[1]);
+      g[0] = detail::apply_op(GatherScatter{normalize_axis(name, axis, in), in}, a.grad, a.inputs[1]);
     return g;
   }
 };

@@ -38,9 +38,9 @@ TEST(Errors, DTypeMismatch) {
 TEST(Errors, AxisOutOfRange) {
   Tape tape;
   Var a = tape.variable(ones({2, 3}));
-  expect_clean_failure<AxisError>(tape, [&] { sum(a, {2}); }, {"recur::sum", "axes", "2", "rank 2"});
-  expect_clean_failure<AxisError>(tape, [&] { transpose(a, 0, -3); }, {"recur::transpose", "-3"});
-  expect_clean_failure<AxisError>(tape, [&] { unsqueeze(a, 4); }, {"recur::unsqueeze"});
+  expect_clean_failure<AxisError>(tape, [&] { sum(a, {2}); }, {"recur::sum", "axes", "2", "[2, 3]"});
+  expect_clean_failure<AxisError>(tape, [&] { transpose(a, 0, -3); }, {"recur::transpose", "-3", "[2, 3]"});
+  expect_clean_failure<AxisError>(tape, [&] { unsqueeze(a, 4); }, {"recur::unsqueeze", "[2, 3]"});
 }
 
 TEST(Errors, Int64IntoADifferentiableOp) {
