@@ -25,10 +25,24 @@ namespace recur {
 template <class V>
 using Grads = boost::container::small_vector<V, 3>;
 
+// The inputs of an op as seen by its backward rule: indexable like an array of V, but held
+// by pointer, so the tape hands over its node values without copying them.
+template <class V>
+class InputList {
+ public:
+  InputList(const V* const* items, std::size_t n) : items_(items), n_(n) {}
+  const V& operator[](std::size_t i) const { return *items_[i]; }
+  std::size_t size() const { return n_; }
+
+ private:
+  const V* const* items_;
+  std::size_t n_;
+};
+
 template <class V>
 struct BackwardArgs {
   const V& grad;                        // gradient with respect to the op's output
-  std::span<const V> inputs;            // the op's inputs (values, or Vars under create_graph)
+  InputList<V> inputs;                  // the op's inputs (values, or Vars under create_graph)
   const V& output;                      // the op's output
   std::span<const std::uint8_t> needs;  // needs[i]: input i wants a gradient
   bool needs_grad(std::size_t i) const { return needs[i] != 0; }

@@ -227,17 +227,24 @@ void Tape::propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
       continue;
     }
     const std::size_t k = n.inputs.size();
-    boost::container::small_vector<G, 4> inputs;
+    // Tensor mode reads the node values in place; Var mode needs handles made here.
+    boost::container::small_vector<G, 4> handles;
+    boost::container::small_vector<const G*, 4> inputs;
     boost::container::small_vector<std::uint8_t, 4> needs;
     for (std::uint32_t in : n.inputs) {
-      if constexpr (std::is_same_v<G, Tensor>) inputs.push_back(nodes_[in].value);
-      else inputs.push_back(handle(in));
+      if constexpr (std::is_same_v<G, Tensor>) inputs.push_back(&nodes_[in].value);
+      else handles.push_back(handle(in));
       needs.push_back(in >= lo && nodes_[in].requires_grad);
     }
-    G out;
-    if constexpr (std::is_same_v<G, Tensor>) out = n.value;
-    else out = handle(i);
-    const BackwardArgs<G> args{g, std::span<const G>(inputs.data(), k), out,
+    if constexpr (!std::is_same_v<G, Tensor>)
+      for (const auto& h : handles) inputs.push_back(&h);
+    G out_handle;
+    if constexpr (!std::is_same_v<G, Tensor>) out_handle = handle(i);
+    const G& out = [&]() -> const G& {
+      if constexpr (std::is_same_v<G, Tensor>) return n.value;
+      else return out_handle;
+    }();
+    const BackwardArgs<G> args{g, InputList<G>(inputs.data(), k), out,
                                std::span<const std::uint8_t>(needs.data(), k)};
     Grads<G> gs = n.op.backward(args);
     for (std::size_t j = 0; j < k && j < gs.size(); ++j) {

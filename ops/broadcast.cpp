@@ -57,11 +57,13 @@ struct SumTo {
 
 }  // namespace
 
-Tensor broadcast_to(const Tensor& x, const Shape& shape) { return BroadcastTo{shape}.forward(x); }
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  return x.shape() == shape ? x : BroadcastTo{shape}.forward(x);
+}
 Var broadcast_to(const Var& x, const Shape& shape) {
   return x.shape() == shape ? x : record(BroadcastTo{shape}, x);
 }
-Tensor sum_to(const Tensor& x, const Shape& shape) { return SumTo{shape}.forward(x); }
+Tensor sum_to(const Tensor& x, const Shape& shape) { return x.shape() == shape ? x : SumTo{shape}.forward(x); }
 Var sum_to(const Var& x, const Shape& shape) { return x.shape() == shape ? x : record(SumTo{shape}, x); }
 
 }  // namespace recur
