@@ -1,0 +1,64 @@
+#pragma once
+// The floor for matmul forward + backward: the three OpenBLAS calls it needs, on buffers
+// allocated once, with the operands of bench_common.hpp.
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <x86_64-linux-gnu/openblas-pthread/cblas.h>
+
+#include "bench_common.hpp"
+
+namespace bench {
+
+class BareSgemm {
+ public:
+  BareSgemm()
+      : a_(uniform(kM * kK, -1.f, 1.f, 1)), b_(uniform(kK * kN, -1.f, 1.f, 2)), g_(uniform(kM * kN, -1.f, 1.f, 3)),
+        c_(kM * kN), da_(kM * kK), db_(kK * kN) {}
+
+  void run() {
+    constexpr int m = kM, k = kK, n = kN;
+    // C[m,n] = A[m,k] B[k,n]
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a_.data(), k, b_.data(), n, 0.f, c_.data(), n);
+    // dA[m,k] = G[m,n] B[k,n]^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.f, g_.data(), n, b_.data(), n, 0.f, da_.data(), k);
+    // dB[k,n] = A[m,k]^T G[m,n]
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.f, a_.data(), k, g_.data(), n, 0.f, db_.data(), n);
+    benchmark::DoNotOptimize(c_.data());
+    benchmark::DoNotOptimize(da_.data());
+    benchmark::DoNotOptimize(db_.data());
+    benchmark::ClobberMemory();
+  }
+
+ private:
+  std::vector<float> a_, b_, g_, c_, da_, db_;
+};
+
+// Runs `subject` and `bare` back to back in every iteration (in alternating order), each
+// timed: both see the same machine state, so their ratio survives other processes taking
+// a core from the BLAS threads, which separate benchmarks do not. Reports the median of
+// the per-iteration ratios subject / bare as the counter "over_bare".
+template <class Subject>
+void paired_with_bare(benchmark::State& state, Subject&& subject) {
+  using clock = std::chrono::steady_clock;
+  BareSgemm bare;
+  std::vector<double> ratios;
+  bool bare_first = true;
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    bare_first ? bare.run() : subject();
+    const auto t1 = clock::now();
+    bare_first ? subject() : bare.run();
+    const auto t2 = clock::now();
+    const double first = std::chrono::duration<double>(t1 - t0).count();
+    const double second = std::chrono::duration<double>(t2 - t1).count();
+    ratios.push_back(bare_first ? second / first : first / second);
+    bare_first = !bare_first;
+  }
+  const auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
+  std::nth_element(ratios.begin(), mid, ratios.end());
+  state.counters["over_bare"] = *mid;
+}
+
+}  // namespace bench
