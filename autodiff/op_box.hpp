@@ -52,11 +52,30 @@ namespace detail {
 
 struct OpVTable {
   std::string_view name;
+  // Runs forward again on the same inputs: recomputation of released values (scan
+  // checkpoints) gets the bit-identical result.
+  Tensor (*replay)(const void* op, const InputList<Tensor>&);
   Grads<Tensor> (*backward_values)(const void* op, const BackwardArgs<Tensor>&);
   Grads<Var> (*backward_vars)(const void* op, const BackwardArgs<Var>&);
   void (*relocate)(void* dst, void* src);  // move-construct into dst, destroy src
   void (*destroy)(void* storage);
 };
+
+// Arity of an op recorded with record_list (forward takes a span).
+inline constexpr std::size_t kListArity = static_cast<std::size_t>(-1);
+
+// forward called on the inputs again, for an op of the given arity.
+template <class O, std::size_t Arity>
+Tensor replay_forward(const O& op, const InputList<Tensor>& in) {
+  if constexpr (Arity == kListArity) {
+    boost::container::small_vector<Tensor, 8> values;
+    for (std::size_t i = 0; i < in.size(); ++i) values.push_back(in[i]);
+    return op.forward(std::span<const Tensor>(values.data(), values.size()));
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return op.forward(in[I]...); }(
+        std::make_index_sequence<Arity>{});
+  }
+}
 
 // Type-erased op with small-buffer storage: most ops (an axis, a shape, a flag) fit inline
 // and cost no allocation when recorded.
@@ -65,16 +84,18 @@ class OpBox {
   static constexpr std::size_t kInline = 64;
 
   OpBox() = default;
-  template <class Op>
-  explicit OpBox(Op&& op) {
+  template <std::size_t Arity, class Op>
+  static OpBox make(Op&& op) {
     using O = std::decay_t<Op>;
+    OpBox box;
     if constexpr (fits<O>) {
-      new (buf_) O(std::forward<Op>(op));
-      vt_ = &inline_table<O>;
+      new (box.buf_) O(std::forward<Op>(op));
+      box.vt_ = &inline_table<O, Arity>;
     } else {
-      *reinterpret_cast<O**>(buf_) = new O(std::forward<Op>(op));
-      vt_ = &heap_table<O>;
+      *reinterpret_cast<O**>(box.buf_) = new O(std::forward<Op>(op));
+      box.vt_ = &heap_table<O, Arity>;
     }
+    return box;
   }
   OpBox(OpBox&& o) noexcept : vt_(o.vt_) {
     if (vt_) vt_->relocate(buf_, o.buf_);
@@ -97,6 +118,7 @@ class OpBox {
   std::string_view name() const { return vt_->name; }
   Grads<Tensor> backward(const BackwardArgs<Tensor>& a) const { return vt_->backward_values(buf_, a); }
   Grads<Var> backward(const BackwardArgs<Var>& a) const { return vt_->backward_vars(buf_, a); }
+  Tensor replay(const InputList<Tensor>& in) const { return vt_->replay(buf_, in); }
 
  private:
   void reset() {
@@ -110,9 +132,10 @@ class OpBox {
   template <class O> static const O& get_inline(const void* p) { return *static_cast<const O*>(p); }
   template <class O> static const O& get_heap(const void* p) { return **static_cast<O* const*>(p); }
 
-  template <class O>
+  template <class O, std::size_t Arity>
   static constexpr OpVTable inline_table{
       O::name,
+      [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_inline<O>(p), in); },
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_inline<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_inline<O>(p).backward(a); },
       [](void* dst, void* src) {
@@ -120,9 +143,10 @@ class OpBox {
         static_cast<O*>(src)->~O();
       },
       [](void* p) { static_cast<O*>(p)->~O(); }};
-  template <class O>
+  template <class O, std::size_t Arity>
   static constexpr OpVTable heap_table{
       O::name,
+      [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_heap<O>(p), in); },
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_heap<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_heap<O>(p).backward(a); },
       [](void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); },

@@ -26,7 +26,8 @@ Var record(Op op, const Vs&... inputs) {
   Tensor out = op.forward(tape.node_value(inputs.id())...);
   const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
   const bool needs = grad_enabled() && (tape.requires_grad(inputs.id()) || ...);
-  return tape.push(std::move(out), ids, needs ? detail::OpBox(std::move(op)) : detail::OpBox(), needs);
+  return tape.push(std::move(out), ids, needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(),
+                   needs);
 }
 
 // For ops with a variable number of inputs: Op::forward takes std::span<const Tensor>.
@@ -46,7 +47,7 @@ Var record_list(Op op, std::span<const Var> inputs) {
   needs = needs && grad_enabled();
   Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
   return tape.push(std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
-                   needs ? detail::OpBox(std::move(op)) : detail::OpBox(), needs);
+                   needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
 }
 
 // Runs f(), a composite op that records several nodes on `tape`; if it throws, the nodes it

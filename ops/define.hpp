@@ -13,3 +13,16 @@
 #define RECUR_EXPOSE_BINARY(fn, OpExpr)                                                      \
   Tensor fn(const Tensor& a, const Tensor& b) { return (OpExpr).forward(a, b); } \
   Var fn(const Var& a, const Var& b) { return record(OpExpr, a, b); }
+
+namespace recur {
+// Runs an op on values (V = Tensor) or records it (V = Var): how a backward rule uses an
+// op that has no public function of its own (scatters, segment ops).
+template <class Op, class V, class... Rest>
+V apply_op(Op op, const V& x, const Rest&... rest) {
+  if constexpr (std::is_same_v<V, Tensor>) {
+    return op.forward(x, rest...);
+  } else {
+    return record(std::move(op), x, rest...);
+  }
+}
+}  // namespace recur

@@ -61,7 +61,7 @@ struct Slice {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
-    return {detail::apply_op(SliceScatter{ax, in[ax], resolve(in, ax, start, stop, step)}, a.grad)};
+    return {apply_op(SliceScatter{ax, in[ax], resolve(in, ax, start, stop, step)}, a.grad)};
   }
 };
 
@@ -86,7 +86,7 @@ struct Index {
     const std::int64_t n = kept[ax];
     const std::int64_t k = detail::wrap_index(i, n);
     kept[ax] = 1;
-    return {detail::apply_op(SliceScatter{ax, n, SliceRange{k, k + 1, 1, 1}}, reshape(a.grad, kept))};
+    return {apply_op(SliceScatter{ax, n, SliceRange{k, k + 1, 1, 1}}, reshape(a.grad, kept))};
   }
 };
 

@@ -72,15 +72,4 @@ inline void check_indices(std::string_view op, const Tensor& indices, const Shap
   for (std::int64_t j = 0, m = indices.numel(); j < m; ++j) checked_index(op, p[j], x_shape, axis);
 }
 
-// Runs an op on values (V = Tensor) or records it (V = Var): how a backward rule uses an op
-// that has no public function, such as the scatters.
-template <class Op, class V, class... Rest>
-V apply_op(Op op, const V& x, const Rest&... rest) {
-  if constexpr (std::is_same_v<V, Tensor>) {
-    return op.forward(x, rest...);
-  } else {
-    return record(std::move(op), x, rest...);
-  }
-}
-
 }  // namespace recur::detail

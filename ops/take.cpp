@@ -57,7 +57,7 @@ struct Take {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
-    if (a.needs_grad(0)) g[0] = detail::apply_op(TakeScatter{ax, in[ax]}, a.grad, a.inputs[1]);
+    if (a.needs_grad(0)) g[0] = apply_op(TakeScatter{ax, in[ax]}, a.grad, a.inputs[1]);
     return g;
   }
 };
@@ -129,7 +129,7 @@ struct Gather {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
     if (a.needs_grad(0))
-      g[0] = detail::apply_op(GatherScatter{normalize_axis(name, axis, in), in}, a.grad, a.inputs[1]);
+      g[0] = apply_op(GatherScatter{normalize_axis(name, axis, in), in}, a.grad, a.inputs[1]);
     return g;
   }
 };
