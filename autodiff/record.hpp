@@ -23,8 +23,9 @@ Var record(Op op, const Vs&... inputs) {
   static_assert((std::is_same_v<Vs, Var> && ...), "record() takes Vars");
   const std::array<const Var*, sizeof...(Vs)> ptrs{&inputs...};
   Tape& tape = detail::common_tape(Op::name, ptrs);
-  Tensor out = op.forward(tape.node_value(inputs.id())...);
   const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
+  tape.check_strict(Op::name, ids);
+  Tensor out = op.forward(tape.node_value(inputs.id())...);
   const bool needs = grad_enabled() && (tape.requires_grad(inputs.id()) || ...);
   return tape.push(std::move(out), ids, needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(),
                    needs);
@@ -45,6 +46,7 @@ Var record_list(Op op, std::span<const Var> inputs) {
     needs = needs || tape.requires_grad(v.id());
   }
   needs = needs && grad_enabled();
+  tape.check_strict(Op::name, std::span<const std::uint32_t>(ids.data(), ids.size()));
   Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
   return tape.push(std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
                    needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);

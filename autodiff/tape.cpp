@@ -155,8 +155,18 @@ Var Tape::variable(Tensor value) {
 }
 
 Var Tape::read(const Shared& shared) {
+  // Inside a scan, a Shared the scan has updated reads as its latest update.
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+    for (const auto& [who, node] : (*s)->overrides)
+      if (who == shared.identity()) return handle(node);
   for (const auto& r : shared_reads_)
-    if (r.shared == shared) return handle(r.node);
+    if (r.shared == shared) {
+      check_strict("scan", std::span<const std::uint32_t>(&r.node, 1));
+      return handle(r.node);
+    }
+  if (strict_scopes_ > 0)
+    fail<ValueError>("scan", "strict: the step function reads shared variable '", shared.name(), "' of shape ",
+                     to_string(shared.shape()), ", which was not passed in non_sequences");
   const bool floating = is_floating(shared.dtype());
   Var v = push(shared.value(), {}, {}, floating && grad_enabled());
   nodes_[v.id()].shared_read = static_cast<std::int32_t>(shared_reads_.size());
@@ -166,8 +176,90 @@ Var Tape::read(const Shared& shared) {
 
 void Tape::truncate(std::uint32_t size) {
   while (nodes_.size() > size) nodes_.pop_back();
+  while (!segments_.empty() && segments_.back().end > size) segments_.pop_back();
   while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();
   std::erase_if(leaf_grads_, [&](const auto& p) { return p.first >= size; });
+}
+
+void Tape::cut_gradients(std::uint32_t begin, std::uint32_t end) {
+  for (std::uint32_t i = begin; i < end && i < nodes_.size(); ++i) nodes_[i].cut = true;
+}
+
+void Tape::release_values(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep) {
+  std::sort(keep.begin(), keep.end());
+  // A segment may enclose earlier ones (a checkpointed scan inside another): it replaces them.
+  std::erase_if(segments_, [&](const Segment& s) { return s.begin >= begin && s.end <= end; });
+  auto at = std::lower_bound(segments_.begin(), segments_.end(), begin,
+                             [](const Segment& s, std::uint32_t b) { return s.begin < b; });
+  release(*segments_.insert(at, Segment{begin, end, std::move(keep)}));
+}
+
+void Tape::release(Segment& seg) {
+  for (std::uint32_t i = seg.begin; i < seg.end; ++i) {
+    detail::Node& n = nodes_[i];
+    if (n.op && !std::binary_search(seg.keep.begin(), seg.keep.end(), i)) n.value = Tensor();
+  }
+  seg.materialized = false;
+}
+
+void Tape::rematerialize(Segment& seg) {
+  boost::container::small_vector<const Tensor*, 4> in;
+  for (std::uint32_t i = seg.begin; i < seg.end; ++i) {
+    detail::Node& n = nodes_[i];
+    if (n.value.defined()) continue;
+    in.clear();
+    for (std::uint32_t j : n.inputs) {
+      if (!nodes_[j].value.defined()) ensure_value(j);  // an input from an earlier segment
+      in.push_back(&nodes_[j].value);
+    }
+    n.value = n.op.replay(InputList<Tensor>(in.data(), in.size()));
+  }
+  seg.materialized = true;
+}
+
+void Tape::ensure_value(std::uint32_t id) {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), id,
+                             [](std::uint32_t i, const Segment& s) { return i < s.begin; });
+  if (it == segments_.begin() || id >= std::prev(it)->end)
+    fail<ValueError>("backward", "the value of node ", id, " was released and belongs to no checkpoint segment");
+  rematerialize(*std::prev(it));
+}
+
+void Tape::release_segments_above(std::uint32_t i) {
+  for (auto& seg : segments_)
+    if (seg.materialized && seg.begin > i) release(seg);
+}
+
+void Tape::share_value(std::uint32_t id, const Tensor& view) {
+  detail::Node& n = nodes_[id];
+  if (n.value.defined() && (n.value.shape() != view.shape() || n.value.dtype() != view.dtype()))
+    fail<ShapeError>("share_value", "node ", id, " holds ", n.value.dtype(), " of shape ", to_string(n.value.shape()),
+                     ", the view is ", view.dtype(), " of shape ", to_string(view.shape()));
+  n.value = view;
+}
+
+void Tape::push_scope(ScanScope* scope) {
+  scopes_.push_back(scope);
+  if (scope->strict) ++strict_scopes_;
+}
+
+void Tape::pop_scope() {
+  if (scopes_.back()->strict) --strict_scopes_;
+  scopes_.pop_back();
+}
+
+void Tape::check_strict_slow(std::string_view op, std::span<const std::uint32_t> inputs) const {
+  // The innermost strict scope decides; an enclosing scan's nodes count as outer for it.
+  const ScanScope* scope = nullptr;
+  for (auto s = scopes_.rbegin(); s != scopes_.rend() && !scope; ++s)
+    if ((*s)->strict) scope = *s;
+  for (std::uint32_t id : inputs) {
+    if (id >= scope->begin) continue;
+    if (std::find(scope->allowed.begin(), scope->allowed.end(), id) != scope->allowed.end()) continue;
+    const Tensor& v = nodes_[id].value;
+    fail<ValueError>(op, "strict scan: the step function uses a variable (", v.dtype(), " of shape ",
+                     to_string(v.shape()), ") that was not passed to scan; pass it in non_sequences");
+  }
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {
@@ -207,12 +299,20 @@ void Tape::check_versions(std::string_view op, std::uint32_t hi) const {
 template <class G>
 void Tape::propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
                      const std::vector<std::int32_t>& keep, std::vector<G>* kept, bool to_leaves) {
+  const bool has_segments = !segments_.empty();
   for (std::uint32_t i = hi + 1; i-- > lo;) {
+    if (has_segments) release_segments_above(i);
     if (!is_defined(grads[i])) continue;
     G g = std::move(grads[i]);
     grads[i] = G();
     if (kept && keep[i] >= 0) (*kept)[keep[i]] = g;
     detail::Node& n = nodes_[i];
+    if (n.cut && n.op) continue;  // leaves (Shared reads) always receive their gradient
+    if (has_segments) {
+      if (n.op && !n.value.defined()) ensure_value(i);
+      for (std::uint32_t in : n.inputs)
+        if (!nodes_[in].value.defined()) ensure_value(in);
+    }
     if (!n.op) {
       if (!to_leaves) continue;
       if constexpr (std::is_same_v<G, Tensor>) {
@@ -258,6 +358,9 @@ void Tape::propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
       accumulate(grads[n.inputs[j]], std::move(gs[j]));
     }
   }
+  if (has_segments)
+    for (auto& seg : segments_)
+      if (seg.materialized) release(seg);
 }
 
 void Tape::backward(const Var& loss) {

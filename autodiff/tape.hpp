@@ -23,6 +23,16 @@ struct GradOptions {
   bool create_graph = false;  // record the backward pass, so the gradients can be differentiated
 };
 
+// What a running scan tells the tape: where its nodes start, which Shared values it has
+// updated so far (reads see the update, not the stored value) and, under `strict`, which
+// outer nodes and Shared values its step function may use.
+struct ScanScope {
+  std::uint32_t begin = 0;
+  bool strict = false;
+  std::vector<std::uint32_t> allowed;                        // outer node ids (strict)
+  std::vector<std::pair<const void*, std::uint32_t>> overrides;  // Shared identity -> node
+};
+
 namespace detail {
 struct Node {
   Tensor value;
@@ -31,6 +41,7 @@ struct Node {
   std::int32_t shared_read = -1;  // index into the tape's shared reads for Shared leaves
   bool requires_grad = false;
   bool is_variable = false;       // a leaf made by Tape::variable
+  bool cut = false;               // gradients reaching this node are dropped (truncated BPTT)
 };
 
 // Nodes in chunks that never move, so an op may record new nodes (create_graph) while its
@@ -94,6 +105,23 @@ class Tape {
   // halfway leaves the tape as it found it (see transactional() in record.hpp).
   void truncate(std::uint32_t size);
 
+  // ---- for scan (ops/scan) -------------------------------------------------------------
+  // Gradients reaching nodes [begin, end) are dropped: truncated BPTT.
+  void cut_gradients(std::uint32_t begin, std::uint32_t end);
+  // Releases the values of op nodes in [begin, end) except `keep`; a backward pass that
+  // needs them recomputes the segment from its inputs (replay), then releases it again.
+  void release_values(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
+  // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
+  // (scan points each step's output into the stacked result instead of keeping a copy).
+  void share_value(std::uint32_t id, const Tensor& view);
+  void push_scope(ScanScope* scope);
+  void pop_scope();
+  // Under a strict scope: throws ValueError when an input of `op` is an outer node that
+  // was not passed to the scan.
+  void check_strict(std::string_view op, std::span<const std::uint32_t> inputs) const {
+    if (strict_scopes_ > 0) check_strict_slow(op, inputs);
+  }
+
  private:
   struct SharedRead {
     std::uint32_t node;
@@ -106,8 +134,22 @@ class Tape {
   void check_versions(std::string_view op, std::uint32_t hi) const;
   void check_owned(std::string_view op, std::string_view what, const Var& v) const;
 
+  struct Segment {
+    std::uint32_t begin, end;
+    std::vector<std::uint32_t> keep;  // sorted
+    bool materialized = false;
+  };
+  void ensure_value(std::uint32_t id);
+  void rematerialize(Segment& seg);
+  void release(Segment& seg);
+  void release_segments_above(std::uint32_t i);
+  void check_strict_slow(std::string_view op, std::span<const std::uint32_t> inputs) const;
+
   detail::NodeStore nodes_;
   std::vector<SharedRead> shared_reads_;
+  std::vector<Segment> segments_;  // sorted by begin, disjoint
+  std::vector<ScanScope*> scopes_;
+  int strict_scopes_ = 0;
   std::vector<std::pair<std::uint32_t, Tensor>> leaf_grads_;
   std::uint32_t slot_ = 0;
   std::uint64_t serial_ = 0;
