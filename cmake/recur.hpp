@@ -23,6 +23,8 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/scan/theano.hpp>
+#include <recur/ops/scan/types.hpp>
 #include <recur/ops/loss.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>

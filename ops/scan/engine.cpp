@@ -1,0 +1,388 @@
+#include <recur/ops/scan/engine.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include <recur/autodiff/no_grad.hpp>
+#include <recur/autodiff/record.hpp>
+#include <recur/core/creation.hpp>
+#include <recur/ops/indexing.hpp>
+#include <recur/ops/join.hpp>
+#include <recur/ops/shape.hpp>
+
+namespace recur::scan_engine {
+namespace {
+
+std::string taps_to_string(const std::vector<std::int64_t>& taps) {
+  Shape s(taps.begin(), taps.end());
+  return to_string(s);
+}
+
+// Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
+// sequence with taps [-4, 0] starts at its 5th element and one with [2] at its 1st.
+struct SequencePlan {
+  const SequenceSpec* spec;
+  std::int64_t axis;
+  std::int64_t first;  // element of tap 0 at iteration 0 (= -min(taps, 0))
+  std::int64_t steps;  // iterations the sequence can feed
+};
+
+struct OutputPlan {
+  const OutputSpec* spec;
+  bool fed_back;                   // has an initial state and taps
+  std::vector<Var> history;        // initial entries, then one value per iteration
+  std::optional<Shape> shape;      // every step must produce this shape...
+  DType dtype = DType::float32;    // ...and dtype
+  std::vector<Var> values;         // Keep::all
+  std::vector<Tensor> plain;       // Keep::all without a gradient (NoGrad runs)
+};
+
+Tape& tape_of(const ScanProgram& p) {
+  for (const auto& s : p.sequences)
+    if (s.data.defined()) return s.data.tape();
+  for (const auto& o : p.outputs)
+    if (o.initial.defined()) return o.initial.tape();
+  for (const auto& v : p.non_sequences)
+    if (v.defined()) return v.tape();
+  return Tape::current();
+}
+
+std::vector<SequencePlan> plan_sequences(const ScanProgram& p) {
+  std::vector<SequencePlan> plans;
+  for (std::size_t i = 0; i < p.sequences.size(); ++i) {
+    const SequenceSpec& s = p.sequences[i];
+    if (!s.data.defined()) fail<ValueError>(p.face, "sequence ", i, " is an undefined Var");
+    if (s.taps.empty()) fail<ValueError>(p.face, "sequence ", i, " has no taps");
+    if (s.data.rank() == 0)
+      fail<ShapeError>(p.face, "sequence ", i, " is 0-d; a sequence needs a time axis");
+    const std::int64_t axis = normalize_axis(p.face, s.axis, s.data.shape(), "sequence axis");
+    const auto [lo, hi] = std::minmax_element(s.taps.begin(), s.taps.end());
+    const std::int64_t first = -std::min<std::int64_t>(*lo, 0), last = std::max<std::int64_t>(*hi, 0);
+    const std::int64_t steps = std::max<std::int64_t>(0, s.data.size(axis) - first - last);
+    plans.push_back({&s, axis, first, steps});
+  }
+  return plans;
+}
+
+std::int64_t count_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
+  if (seqs.empty()) {
+    if (!p.n_steps) fail<ValueError>(p.face, "without sequences, n_steps (or length) is required");
+    return std::abs(*p.n_steps);
+  }
+  const auto shortest = std::min_element(seqs.begin(), seqs.end(),
+                                         [](const auto& a, const auto& b) { return a.steps < b.steps; });
+  if (!p.n_steps) return shortest->steps;
+  const std::int64_t wanted = std::abs(*p.n_steps);
+  if (wanted > shortest->steps)
+    fail<ValueError>(p.face, "sequence ", shortest - seqs.begin(), " of shape ", to_string(shortest->spec->data.shape()),
+                     " with taps ", taps_to_string(shortest->spec->taps), " feeds only ", shortest->steps,
+                     " steps, fewer than n_steps = ", wanted);
+  return wanted;
+}
+
+std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
+  std::vector<OutputPlan> plans;
+  for (std::size_t j = 0; j < p.outputs.size(); ++j) {
+    const OutputSpec& o = p.outputs[j];
+    OutputPlan plan{&o, o.initial.defined(), {}, {}, DType::float32, {}, {}};
+    if (plan.fed_back) {
+      if (o.taps.empty()) fail<ValueError>(p.face, "output ", j, " has an initial state but no taps");
+      for (auto k : o.taps)
+        if (k >= 0)
+          fail<ValueError>(p.face, "output ", j, " has tap ", k, "; output taps must be negative (past values)");
+      const std::int64_t k_max = -*std::min_element(o.taps.begin(), o.taps.end());
+      const Shape& s = o.initial.shape();
+      if (o.initial_has_tap_axis) {
+        if (s.empty() || s[0] < k_max)
+          fail<ShapeError>(p.face, "the initial state of output ", j, " has shape ", to_string(s),
+                           "; taps ", taps_to_string(o.taps), " need a leading axis of at least ", k_max);
+        plan.shape = Shape(s.begin() + 1, s.end());
+      } else {
+        if (k_max != 1)
+          fail<ValueError>(p.face, "output ", j, " uses taps ", taps_to_string(o.taps),
+                           "; an initial state without a tap axis only serves tap -1");
+        plan.shape = s;
+      }
+      plan.dtype = o.initial.dtype();
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+std::int64_t checkpoint_interval(const Checkpoint& c, std::int64_t steps) {
+  if (c.automatic) return std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(steps))));
+  if (c.every < 0) fail<ValueError>("scan", "checkpoint interval ", c.every, " is negative");
+  return c.every;
+}
+
+// Pops the scan's scope from the tape however the run ends.
+struct ScopeGuard {
+  Tape& tape;
+  ~ScopeGuard() { tape.pop_scope(); }
+};
+
+class Run {
+ public:
+  Run(const StepFn& step, const ScanProgram& p, Tape& tape)
+      : step_(step), p_(p), tape_(tape), seqs_(plan_sequences(p)), outs_(plan_outputs(p)) {
+    steps_ = count_steps(p, seqs_);
+    backwards_ = p.backwards != (p.n_steps && *p.n_steps < 0);
+    for (std::size_t i = 0; i < p.non_sequences.size(); ++i)
+      if (!p.non_sequences[i].defined()) fail<ValueError>(p.face, "non_sequence ", i, " is an undefined Var");
+  }
+
+  ScanRun operator()() {
+    scope_.begin = tape_.size();
+    scope_.strict = p_.strict;
+    for (const auto& s : p_.sequences) scope_.allowed.push_back(s.data.id());
+    for (const auto& o : p_.outputs)
+      if (o.initial.defined()) scope_.allowed.push_back(o.initial.id());
+    for (const auto& v : p_.non_sequences) scope_.allowed.push_back(v.id());
+    tape_.push_scope(&scope_);
+    ScopeGuard guard{tape_};
+
+    seed_histories();
+    const bool recording = grad_enabled();
+    base_ = tape_.size();
+    const std::int64_t every = recording ? checkpoint_interval(p_.checkpoint, steps_) : 0;
+    std::uint32_t segment_begin = tape_.size();
+    std::vector<std::uint32_t> iteration_begin;
+    std::int64_t t = 0;
+    for (; t < steps_; ++t) {
+      iteration_begin.push_back(tape_.size());
+      const bool stop = iterate(t);
+      const bool last = stop || t + 1 == steps_;
+      if (!recording) {
+        compact();
+      } else if (every > 0 && (t + 1) % every == 0 && !last) {
+        tape_.release_values(segment_begin, tape_.size(), live_nodes());
+        segment_begin = tape_.size();
+      }
+      if (stop) {
+        ++t;
+        break;
+      }
+    }
+    if (recording && every > 0 && segment_begin < tape_.size() && t > 0)
+      tape_.release_values(segment_begin, tape_.size(), live_nodes());
+    if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient)
+      tape_.cut_gradients(iteration_begin.front(), iteration_begin[t - p_.truncate_gradient]);
+    return finish(t, every > 0);
+  }
+
+ private:
+  // The initial entries of each fed-back output: tap -j at iteration 0 is initial[L - j].
+  void seed_histories() {
+    for (auto& o : outs_) {
+      if (!o.fed_back) continue;
+      const OutputSpec& s = *o.spec;
+      if (!s.initial_has_tap_axis) {
+        o.history.push_back(s.initial);
+        continue;
+      }
+      const std::int64_t k_max = -*std::min_element(s.taps.begin(), s.taps.end());
+      const std::int64_t len = s.initial.size(0);
+      for (std::int64_t j = len - k_max; j < len; ++j) o.history.push_back(index(s.initial, 0, j));
+    }
+  }
+
+  // One iteration; true when its `until` condition holds.
+  bool iterate(std::int64_t t) {
+    args_.clear();
+    for (const auto& s : seqs_) {
+      const std::int64_t pos = s.spec->reverse || backwards_ ? steps_ - 1 - t : t;
+      for (auto k : s.spec->taps) args_.push_back(index(s.spec->data, s.axis, s.first + pos + k));
+    }
+    for (const auto& o : outs_)
+      if (o.fed_back)
+        for (auto k : o.spec->taps) args_.push_back(o.history[o.history.size() + k]);
+    args_.insert(args_.end(), p_.non_sequences.begin(), p_.non_sequences.end());
+
+    StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
+    check_result(r, t);
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      OutputPlan& o = outs_[j];
+      const Var& v = r.outputs[j];
+      if (o.fed_back) o.history.push_back(v);
+      if (o.spec->keep == Keep::all) o.values.push_back(v);
+      last_[j] = v;
+    }
+    for (const auto& [shared, value] : r.updates) {
+      updates_.set(shared, value);
+      set_override(shared, value.id());
+    }
+    return r.until.defined() && r.until.value().item<double>() != 0;
+  }
+
+  void check_result(const StepResult& r, std::int64_t t) {
+    if (t == 0 && p_.infer_extra_outputs)
+      while (outs_.size() < r.outputs.size()) outs_.push_back({&p_.extra_outputs, false, {}, {}, DType::float32, {}, {}});
+    if (r.outputs.size() != outs_.size())
+      fail<ValueError>(p_.face, "the step function returned ", r.outputs.size(), " outputs at iteration ", t,
+                       "; outputs_info describes ", outs_.size());
+    last_.resize(outs_.size());
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      const Var& v = r.outputs[j];
+      if (!v.defined()) fail<ValueError>(p_.face, "output ", j, " at iteration ", t, " is an undefined Var");
+      if (&v.tape() != &tape_) fail<TapeError>(p_.face, "output ", j, " at iteration ", t, " is on another tape");
+      OutputPlan& o = outs_[j];
+      if (!o.shape) {  // an output that is not fed back: the first step sets the rule
+        o.shape = v.shape();
+        o.dtype = v.dtype();
+      } else if (v.shape() != *o.shape || v.dtype() != o.dtype) {
+        fail<ShapeError>(p_.face, "output ", j, " at iteration ", t, " is ", v.dtype(), " of shape ",
+                         to_string(v.shape()), " but must keep ", o.dtype, " of shape ", to_string(*o.shape),
+                         o.fed_back ? " (its initial state's)" : " (its first step's)");
+      }
+    }
+    for (const auto& [shared, value] : r.updates) {
+      if (!value.defined() || &value.tape() != &tape_)
+        fail<ValueError>(p_.face, "the update of shared variable '", shared.name(), "' at iteration ", t,
+                         " is undefined or on another tape");
+      if (value.shape() != shared.shape() || value.dtype() != shared.dtype())
+        fail<ShapeError>(p_.face, "the update of shared variable '", shared.name(), "' at iteration ", t, " is ",
+                         value.dtype(), " of shape ", to_string(value.shape()), " but the variable is ",
+                         shared.dtype(), " of shape ", to_string(shared.shape()));
+    }
+    if (r.until.defined() && r.until.numel() != 1)
+      fail<ShapeError>(p_.face, "the until condition at iteration ", t, " has shape ", to_string(r.until.shape()),
+                       "; it must be a single value");
+  }
+
+  void set_override(const Shared& shared, std::uint32_t node) {
+    for (auto& [who, id] : scope_.overrides)
+      if (who == shared.identity()) {
+        id = node;
+        return;
+      }
+    scope_.overrides.emplace_back(shared.identity(), node);
+  }
+
+  // Nodes whose values later iterations or the results still need.
+  std::vector<std::uint32_t> live_nodes() const {
+    std::vector<std::uint32_t> keep;
+    for (const auto& o : outs_) {
+      if (o.fed_back) {
+        const std::int64_t k_max = -*std::min_element(o.spec->taps.begin(), o.spec->taps.end());
+        for (std::size_t i = o.history.size() - std::min<std::size_t>(o.history.size(), k_max); i < o.history.size(); ++i)
+          keep.push_back(o.history[i].id());
+      }
+      for (const auto& v : o.values) keep.push_back(v.id());
+    }
+    for (const auto& v : last_)
+      if (v.defined()) keep.push_back(v.id());
+    for (const auto& [shared, id] : scope_.overrides) keep.push_back(id);
+    return keep;
+  }
+
+  // Without gradients nothing needs the iteration's nodes: keep the values that later
+  // iterations read, drop the rest, so memory does not grow with the number of steps.
+  void compact() {
+    struct Carry {
+      std::vector<Tensor> history;
+      Tensor last;
+    };
+    std::vector<Carry> carries(outs_.size());
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      OutputPlan& o = outs_[j];
+      if (o.fed_back) {
+        const std::int64_t k_max = -*std::min_element(o.spec->taps.begin(), o.spec->taps.end());
+        for (std::size_t i = o.history.size() - k_max; i < o.history.size(); ++i)
+          carries[j].history.push_back(o.history[i].value());
+      }
+      if (o.spec->keep == Keep::all) o.plain.push_back(last_[j].value());
+      carries[j].last = last_[j].value();
+    }
+    std::vector<Tensor> overrides;
+    for (const auto& [who, id] : scope_.overrides) overrides.push_back(tape_.node_value(id));
+    std::vector<Tensor> updated;
+    for (const auto& [shared, value] : updates_) updated.push_back(value.value());
+
+    tape_.truncate(base_);
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      OutputPlan& o = outs_[j];
+      o.values.clear();
+      o.history.clear();
+      for (auto& h : carries[j].history) o.history.push_back(tape_.constant(h));
+      last_[j] = tape_.constant(carries[j].last);
+    }
+    for (std::size_t i = 0; i < overrides.size(); ++i) scope_.overrides[i].second = tape_.constant(overrides[i]).id();
+    Updates fresh;
+    std::size_t i = 0;
+    for (const auto& [shared, value] : updates_) fresh.set(shared, tape_.constant(updated[i++]));
+    updates_ = fresh;
+  }
+
+  ScanRun finish(std::int64_t steps, bool checkpointed) {
+    ScanRun run;
+    run.steps = steps;
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      OutputPlan& o = outs_[j];
+      if (o.spec->keep == Keep::last) {
+        run.outputs.push_back(steps > 0 ? last_[j] : (o.fed_back ? o.history.back() : Var()));
+        continue;
+      }
+      run.outputs.push_back(stacked(o, steps, checkpointed));
+    }
+    run.updates = updates_;
+    return run;
+  }
+
+  Var stacked(OutputPlan& o, std::int64_t steps, bool checkpointed) {
+    const OutputSpec& s = *o.spec;
+    if (steps == 0) {
+      Shape empty{0};
+      if (o.shape) empty.insert(empty.end(), o.shape->begin(), o.shape->end());
+      return moved_axis(tape_.constant(zeros(empty, o.dtype)), s.stack_axis);
+    }
+    if (!o.plain.empty()) {  // a run without gradients
+      if (s.reverse_stack) std::reverse(o.plain.begin(), o.plain.end());
+      return tape_.constant(stack(std::span<const Tensor>(o.plain), s.stack_axis));
+    }
+    std::vector<Var> values = o.values;
+    if (s.reverse_stack) std::reverse(values.begin(), values.end());
+    Var out = stack(std::span<const Var>(values), s.stack_axis);
+    if (checkpointed && s.stack_axis == 0) {
+      // Each step's value now lives in the stacked result too: point the step's node at
+      // that copy, so the tape does not hold both.
+      const Tensor& all = out.value();
+      for (std::size_t t = 0; t < values.size(); ++t)
+        if (values[t].id() >= scope_.begin && values[t].value().defined())
+          tape_.share_value(values[t].id(), all[static_cast<std::int64_t>(t)]);
+    }
+    return out;
+  }
+
+  static Var moved_axis(const Var& v, std::int64_t axis) {
+    if (axis == 0) return v;
+    const auto rank = v.rank();
+    const std::int64_t to = normalize_axis("scan", axis, v.shape(), "output axis");
+    Axes perm;
+    for (std::int64_t i = 1; i < rank; ++i) perm.push_back(i);
+    perm.insert(perm.begin() + to, 0);
+    return permute(v, perm);
+  }
+
+  const StepFn& step_;
+  const ScanProgram& p_;
+  Tape& tape_;
+  std::vector<SequencePlan> seqs_;
+  std::vector<OutputPlan> outs_;
+  std::int64_t steps_ = 0;
+  bool backwards_ = false;
+  ScanScope scope_;
+  std::uint32_t base_ = 0;
+  std::vector<Var> args_;
+  std::vector<Var> last_;
+  Updates updates_;
+};
+
+}  // namespace
+
+ScanRun run(const StepFn& step, const ScanProgram& program) {
+  Tape& tape = tape_of(program);
+  return transactional(tape, [&] { return Run(step, program, tape)(); });
+}
+
+}  // namespace recur::scan_engine

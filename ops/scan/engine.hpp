@@ -1,0 +1,55 @@
+#pragma once
+// The one scan engine behind every face. A face translates its arguments into a
+// ScanProgram and its results back; the engine runs the loop on the tape, one iteration
+// after another, each recorded with its node range so that truncation, recomputation and
+// memory accounting work per iteration.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <recur/ops/scan/types.hpp>
+
+namespace recur::scan_engine {
+
+struct SequenceSpec {
+  Var data;
+  std::vector<std::int64_t> taps{0};
+  std::int64_t axis = 0;  // the time axis
+  bool reverse = false;   // iterate from the end of the sequence
+};
+
+struct OutputSpec {
+  Var initial;                          // undefined: an output that is not fed back
+  std::vector<std::int64_t> taps{-1};   // past taps fed to the step (negative)
+  bool initial_has_tap_axis = false;    // initial[0] is output[-k_max] (several taps)
+  Keep keep = Keep::all;
+  bool reverse_stack = false;           // stack the outputs last step first
+  std::int64_t stack_axis = 0;          // where the time axis of the stacked output goes
+};
+
+struct ScanProgram {
+  std::string_view face = "scan";  // names the caller in error messages
+  std::vector<SequenceSpec> sequences;
+  std::vector<OutputSpec> outputs;
+  std::vector<Var> non_sequences;
+  std::optional<std::int64_t> n_steps;  // with sequences: at most their length
+  bool backwards = false;               // iterate every sequence from its end
+  std::int64_t truncate_gradient = -1;  // -1: full BPTT
+  bool strict = false;
+  Checkpoint checkpoint;
+  // When true, outputs the step returns beyond `outputs` are added after the first step,
+  // not fed back, shaped like `extra_outputs` (Theano's outputs_info=None, JAX's ys).
+  bool infer_extra_outputs = false;
+  OutputSpec extra_outputs;
+};
+
+struct ScanRun {
+  std::vector<Var> outputs;  // stacked (Keep::all) or last value (Keep::last), per output
+  Updates updates;
+  std::int64_t steps = 0;    // iterations actually run
+};
+
+ScanRun run(const StepFn& step, const ScanProgram& program);
+
+}  // namespace recur::scan_engine

@@ -1,0 +1,74 @@
+#pragma once
+// The vocabulary of scan: what a step function returns, shared-variable updates, and the
+// options common to every face (Theano's, JAX's, ONNX's).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <recur/autodiff/shared.hpp>
+#include <recur/autodiff/var.hpp>
+
+namespace recur {
+
+// New values for shared variables, in the order they were given. Scan never writes them
+// into the Shared itself: apply_updates(updates) does, when the caller decides.
+class Updates {
+ public:
+  Updates() = default;
+  Updates(std::initializer_list<std::pair<Shared, Var>> items);
+  void set(const Shared& shared, const Var& value);  // replaces an earlier value for it
+  bool contains(const Shared& shared) const;
+  // The new value for `shared`; ValueError naming it when there is none.
+  const Var& operator[](const Shared& shared) const;
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+
+ private:
+  std::vector<std::pair<Shared, Var>> items_;
+};
+
+// Assigns every new value to its shared variable (Shared::assign: shape and dtype checked
+// for all before any is written).
+void apply_updates(const Updates& updates);
+
+// What a step function returns: its outputs (in the order of outputs_info), updates of
+// shared variables, and optionally a stopping condition (Theano's `until`): scan stops
+// after the iteration in which `until` is nonzero.
+struct StepResult {
+  std::vector<Var> outputs;
+  Updates updates;
+  Var until;
+
+  StepResult() = default;
+  StepResult(Var output) : outputs{std::move(output)} {}                       // NOLINT
+  StepResult(std::vector<Var> outs) : outputs(std::move(outs)) {}             // NOLINT
+  StepResult(std::initializer_list<Var> outs) : outputs(outs) {}              // NOLINT
+  StepResult(Updates u) : updates(std::move(u)) {}                            // NOLINT
+  StepResult(std::vector<Var> outs, Updates u, Var stop = Var())
+      : outputs(std::move(outs)), updates(std::move(u)), until(std::move(stop)) {}
+};
+
+// Theano's until(condition), for StepResult{outputs, {}, until(c)}.
+inline Var until(Var condition) { return condition; }
+
+using StepFn = std::function<StepResult(std::span<const Var>)>;
+
+// Recomputation: keep every k-th carry during the forward pass and recompute the steps in
+// between during backward. auto picks k close to sqrt(number of steps).
+struct Checkpoint {
+  std::int64_t every = 0;  // 0: keep everything
+  bool automatic = false;
+  static Checkpoint none() { return {}; }
+  static Checkpoint every_k(std::int64_t k) { return {k, false}; }
+  static Checkpoint auto_sqrt() { return {0, true}; }
+};
+
+// Which values of an output scan returns.
+enum class Keep { all, last };
+
+}  // namespace recur
