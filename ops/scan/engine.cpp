@@ -166,8 +166,12 @@ class Run {
     }
     if (recording && every > 0 && segment_begin < tape_.size() && t > 0)
       tape_.release_values(segment_begin, tape_.size(), live_nodes());
-    if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient)
-      tape_.cut_gradients(iteration_begin.front(), iteration_begin[t - p_.truncate_gradient]);
+    if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
+      // Drop iterations [0, t - k): gradients stop where the last k iterations begin.
+      const auto kept_from = static_cast<std::size_t>(t - p_.truncate_gradient);
+      tape_.cut_gradients(iteration_begin.front(),
+                          kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
+    }
     return finish(t, every > 0);
   }
 
