@@ -39,12 +39,29 @@ class InputList {
   std::size_t n_;
 };
 
+namespace detail {
+// Lets a plain (V = Tensor) backward rule add into an input's accumulated gradient in
+// place instead of returning a dense tensor: the gradient of x[t] or of an embedding row
+// touches a small part of a large input, and T dense full-size gradients would make a
+// scan over T steps quadratic.
+class GradSink {
+ public:
+  // The input's gradient so far: a dense buffer of its shape, zero where nothing was
+  // added yet, that no other tensor shares.
+  virtual Tensor& dense(std::size_t input) = 0;
+
+ protected:
+  ~GradSink() = default;
+};
+}  // namespace detail
+
 template <class V>
 struct BackwardArgs {
   const V& grad;                        // gradient with respect to the op's output
   InputList<V> inputs;                  // the op's inputs (values, or Vars under create_graph)
   const V& output;                      // the op's output
   std::span<const std::uint8_t> needs;  // needs[i]: input i wants a gradient
+  detail::GradSink* sink = nullptr;     // plain backward only; see add_in_place (ops/define.hpp)
   bool needs_grad(std::size_t i) const { return needs[i] != 0; }
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 
 #include <recur/core/creation.hpp>
@@ -35,6 +36,26 @@ struct AccumulateGrads {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     return {a.grad, a.grad};
   }
+};
+
+// Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
+class InputGrads final : public detail::GradSink {
+ public:
+  InputGrads(std::vector<Tensor>& grads, const detail::NodeStore& nodes, const detail::Node& node)
+      : grads_(grads), nodes_(nodes), node_(node) {}
+  Tensor& dense(std::size_t input) override {
+    const std::uint32_t id = node_.inputs[input];
+    Tensor& acc = grads_[id];
+    const Tensor& x = nodes_[id].value;
+    if (!acc.defined()) acc = zeros(x.shape(), x.dtype());
+    else if (!acc.storage()->unique()) acc = acc.clone();
+    return acc;
+  }
+
+ private:
+  std::vector<Tensor>& grads_;
+  const detail::NodeStore& nodes_;
+  const detail::Node& node_;
 };
 
 bool is_defined(const Tensor& t) { return t.defined(); }
@@ -238,6 +259,25 @@ void Tape::share_value(std::uint32_t id, const Tensor& view) {
   n.value = view;
 }
 
+void ScanScope::set_override(const Shared& shared, std::uint32_t node) {
+  for (auto& [who, id] : overrides)
+    if (who == shared.identity()) {
+      id = node;
+      return;
+    }
+  overrides.emplace_back(shared.identity(), node);
+}
+
+void ScanScope::update(const Shared& shared, const Var& value) {
+  set_override(shared, value.id());
+  for (auto& [who, v] : implicit_updates)
+    if (who == shared) {
+      v = value;
+      return;
+    }
+  implicit_updates.emplace_back(shared, value);
+}
+
 void Tape::push_scope(ScanScope* scope) {
   scopes_.push_back(scope);
   if (scope->strict) ++strict_scopes_;
@@ -287,7 +327,9 @@ void Tape::check_owned(std::string_view op, std::string_view what, const Var& v)
 
 void Tape::check_versions(std::string_view op, std::uint32_t hi) const {
   for (const auto& r : shared_reads_) {
-    if (r.node > hi) continue;
+    // A read that needs no gradient (a random stream's int64 state) receives none: its
+    // change cannot make backward accumulate into a value that moved on.
+    if (r.node > hi || !nodes_[r.node].requires_grad) continue;
     const auto now = r.shared.version();
     if (now != r.version)
       fail<VersionError>(op, "shared variable '", r.shared.name(), "' of shape ", to_string(r.shared.shape()),
@@ -344,8 +386,11 @@ void Tape::propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
       if constexpr (std::is_same_v<G, Tensor>) return n.value;
       else return out_handle;
     }();
+    detail::GradSink* sink = nullptr;
+    std::optional<InputGrads> input_grads;
+    if constexpr (std::is_same_v<G, Tensor>) sink = &input_grads.emplace(grads, nodes_, n);
     const BackwardArgs<G> args{g, InputList<G>(inputs.data(), k), out,
-                               std::span<const std::uint8_t>(needs.data(), k)};
+                               std::span<const std::uint8_t>(needs.data(), k), sink};
     Grads<G> gs = n.op.backward(args);
     for (std::size_t j = 0; j < k && j < gs.size(); ++j) {
       if (!needs[j] || !is_defined(gs[j])) continue;

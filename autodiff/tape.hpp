@@ -31,6 +31,14 @@ struct ScanScope {
   bool strict = false;
   std::vector<std::uint32_t> allowed;                        // outer node ids (strict)
   std::vector<std::pair<const void*, std::uint32_t>> overrides;  // Shared identity -> node
+  // Updates made by code running inside the step instead of returned by it (a random
+  // stream's state, ops/random_stream.hpp); the engine merges them into the step's updates.
+  std::vector<std::pair<Shared, Var>> implicit_updates;
+
+  // Later reads of `shared` inside the scan see node `node`.
+  void set_override(const Shared& shared, std::uint32_t node);
+  // An implicit update: later reads see `value`, and the scan returns it in its updates.
+  void update(const Shared& shared, const Var& value);
 };
 
 namespace detail {
@@ -116,6 +124,8 @@ class Tape {
   void share_value(std::uint32_t id, const Tensor& view);
   void push_scope(ScanScope* scope);
   void pop_scope();
+  // The innermost running scan on this tape, nullptr outside any scan.
+  ScanScope* innermost_scope() const { return scopes_.empty() ? nullptr : scopes_.back(); }
   // Under a strict scope: throws ValueError when an input of `op` is an outer node that
   // was not passed to the scan.
   void check_strict(std::string_view op, std::span<const std::uint32_t> inputs) const {

@@ -1,8 +1,6 @@
 #pragma once
 // The floor for matmul forward + backward: the three OpenBLAS calls it needs, on buffers
 // allocated once, with the operands of bench_common.hpp.
-#include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include <x86_64-linux-gnu/openblas-pthread/cblas.h>
@@ -35,30 +33,11 @@ class BareSgemm {
   std::vector<float> a_, b_, g_, c_, da_, db_;
 };
 
-// Runs `subject` and `bare` back to back in every iteration (in alternating order), each
-// timed: both see the same machine state, so their ratio survives other processes taking
-// a core from the BLAS threads, which separate benchmarks do not. Reports the median of
-// the per-iteration ratios subject / bare as the counter "over_bare".
+// `subject` back to back with the bare gemms (see bench::paired_ratio).
 template <class Subject>
 void paired_with_bare(benchmark::State& state, Subject&& subject) {
-  using clock = std::chrono::steady_clock;
   BareSgemm bare;
-  std::vector<double> ratios;
-  bool bare_first = true;
-  for (auto _ : state) {
-    const auto t0 = clock::now();
-    bare_first ? bare.run() : subject();
-    const auto t1 = clock::now();
-    bare_first ? subject() : bare.run();
-    const auto t2 = clock::now();
-    const double first = std::chrono::duration<double>(t1 - t0).count();
-    const double second = std::chrono::duration<double>(t2 - t1).count();
-    ratios.push_back(bare_first ? second / first : first / second);
-    bare_first = !bare_first;
-  }
-  const auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
-  std::nth_element(ratios.begin(), mid, ratios.end());
-  state.counters["over_bare"] = *mid;
+  paired_ratio(state, subject, [&] { bare.run(); });
 }
 
 }  // namespace bench

@@ -1,8 +1,7 @@
 // matmul forward + backward (gradients to both operands) through recur's tape, against the
 // three bare gemms it needs (bare_sgemm.hpp), in the same binary and run.
-#include <recur/recur.hpp>
-
 #include "bare_sgemm.hpp"
+#include "recur_side.hpp"
 
 namespace {
 
@@ -14,9 +13,9 @@ using recur::Var;
 class RecurMatmul {
  public:
   RecurMatmul()
-      : a_(recur::from_vector(bench::uniform(bench::kM * bench::kK, -1.f, 1.f, 1), {bench::kM, bench::kK})),
-        b_(recur::from_vector(bench::uniform(bench::kK * bench::kN, -1.f, 1.f, 2), {bench::kK, bench::kN})),
-        g_(recur::from_vector(bench::uniform(bench::kM * bench::kN, -1.f, 1.f, 3), {bench::kM, bench::kN})) {}
+      : a_(bench::uniform_tensor({bench::kM, bench::kK}, -1.f, 1.f, 1)),
+        b_(bench::uniform_tensor({bench::kK, bench::kN}, -1.f, 1.f, 2)),
+        g_(bench::uniform_tensor({bench::kM, bench::kN}, -1.f, 1.f, 3)) {}
 
   void run() const {
     Tape tape;

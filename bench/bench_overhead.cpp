@@ -1,9 +1,7 @@
 // Recording overhead of recur's tape: forward + backward of elementwise ops on a [1, 32]
 // float32 tensor, where the arithmetic is negligible and the bookkeeping is what counts.
 // Every iteration uses a fresh Tape, as a training step would.
-#include <recur/recur.hpp>
-
-#include "bench_common.hpp"
+#include "recur_side.hpp"
 
 namespace {
 
@@ -12,7 +10,7 @@ using recur::Tensor;
 using recur::Var;
 
 Tensor input(float lo, float hi, unsigned seed) {
-  return recur::from_vector(bench::uniform(bench::kRows * bench::kCols, lo, hi, seed), {bench::kRows, bench::kCols});
+  return bench::uniform_tensor({bench::kRows, bench::kCols}, lo, hi, seed);
 }
 
 // y = tanh(y), kChain times, then backward.

@@ -1,12 +1,10 @@
 // recur_bench: OpenBLAS on bench::kThreads threads, as on the LibTorch side.
 #include <string>
 
-#include <recur/core/blas.hpp>
-
-#include "bench_common.hpp"
+#include "recur_side.hpp"
 
 int main(int argc, char** argv) {
-  recur::blas::set_num_threads(bench::kThreads);
+  bench::use_bench_threads();
   benchmark::AddCustomContext("side", "recur");
   benchmark::AddCustomContext("blas_threads", std::to_string(recur::blas::num_threads()));
   benchmark::Initialize(&argc, argv);

@@ -1,12 +1,11 @@
 // The LibTorch side of bench_matmul.cpp.
-#include <torch/torch.h>
-
 #include "bare_sgemm.hpp"
+#include "torch_side.hpp"
 
 namespace {
 
 torch::Tensor matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
-  return torch::tensor(bench::uniform(rows * cols, -1.f, 1.f, seed)).reshape({rows, cols});
+  return bench::uniform_tensor({rows, cols}, -1.f, 1.f, seed);
 }
 
 // One training-step-like matmul: forward, backward with a given grad_output, leaves'

@@ -1,22 +1,14 @@
 // The LibTorch side of bench_overhead.cpp: the same chains on torch::Tensor with
 // requires_grad, backward through .backward(). LibTorch frees the graph after backward,
 // as recur frees a tape; the leaves' .grad is reset so every iteration starts alike.
-#include <torch/torch.h>
-
-#include "bench_common.hpp"
+#include "torch_side.hpp"
 
 namespace {
 
-torch::Tensor input(float lo, float hi, unsigned seed) {
-  return torch::tensor(bench::uniform(bench::kRows * bench::kCols, lo, hi, seed)).reshape({bench::kRows, bench::kCols});
-}
+using bench::take_grad;
 
-torch::Tensor variable(float lo, float hi, unsigned seed) { return input(lo, hi, seed).requires_grad_(true); }
-
-// Reads and drops the gradient of a leaf.
-void take_grad(const torch::Tensor& leaf) {
-  benchmark::DoNotOptimize(leaf.grad().data_ptr());
-  leaf.mutable_grad().reset();
+torch::Tensor variable(float lo, float hi, unsigned seed) {
+  return bench::uniform_tensor({bench::kRows, bench::kCols}, lo, hi, seed).requires_grad_(true);
 }
 
 void tanh_chain(benchmark::State& state) {

@@ -23,9 +23,12 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/scan/jax.hpp>
+#include <recur/ops/scan/onnx.hpp>
 #include <recur/ops/scan/theano.hpp>
 #include <recur/ops/scan/types.hpp>
 #include <recur/ops/loss.hpp>
+#include <recur/ops/random_stream.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
 #include <recur/ops/softmax.hpp>

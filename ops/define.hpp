@@ -15,6 +15,21 @@
   Var fn(const Var& a, const Var& b) { return record(OpExpr, a, b); }
 
 namespace recur {
+// For rules whose gradient is a small part of a large input: in plain backward, calls
+// add(acc) with the input's accumulated gradient to add into it in place, and returns
+// true (the rule then returns no tensor for that input). Under create_graph returns
+// false: the rule builds its gradient with ops as usual.
+template <class V, class Add>
+bool add_in_place(const BackwardArgs<V>& a, std::size_t input, Add&& add) {
+  if constexpr (std::is_same_v<V, Tensor>) {
+    if (a.sink) {
+      add(a.sink->dense(input));
+      return true;
+    }
+  }
+  return false;
+}
+
 // Runs an op on values (V = Tensor) or records it (V = Var): how a backward rule uses an
 // op that has no public function of its own (scatters, segment ops).
 template <class Op, class V, class... Rest>

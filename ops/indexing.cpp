@@ -61,7 +61,12 @@ struct Slice {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
-    return {apply_op(SliceScatter{ax, in[ax], resolve(in, ax, start, stop, step)}, a.grad)};
+    const SliceRange r = resolve(in, ax, start, stop, step);
+    if (add_in_place(a, 0, [&](Tensor& acc) {
+          detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(in, ax), r.count, r);
+        }))
+      return {V()};
+    return {apply_op(SliceScatter{ax, in[ax], r}, a.grad)};
   }
 };
 
@@ -85,6 +90,11 @@ struct Index {
     const std::int64_t ax = normalize_axis(name, axis, kept);
     const std::int64_t n = kept[ax];
     const std::int64_t k = detail::wrap_index(i, n);
+    if (add_in_place(a, 0, [&](Tensor& acc) {
+          detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(acc.shape(), ax), 1,
+                                        [k](std::int64_t) { return k; });
+        }))
+      return {V()};
     kept[ax] = 1;
     return {apply_op(SliceScatter{ax, n, SliceRange{k, k + 1, 1, 1}}, reshape(a.grad, kept))};
   }

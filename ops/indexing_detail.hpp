@@ -6,6 +6,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include <recur/core/creation.hpp>
 #include <recur/ops/define.hpp>
 
 namespace recur::detail {
@@ -34,21 +35,26 @@ Tensor select_rows(const Tensor& x, const AxisBlocks& b, std::int64_t count, con
   return out;
 }
 
-// The adjoint of select_rows: out = zeros(out_shape) seen as `b`, then out[o, pos(j), :] +=
-// g[o, j, :]. Repeated positions add up.
+// The adjoint of select_rows, in place: acc (of out_shape, seen as `b`) gets
+// acc[o, pos(j), :] += g[o, j, :]. Repeated positions add up.
 template <class Pos>
-Tensor scatter_add_rows(const Tensor& g, const AxisBlocks& b, std::int64_t count, const Shape& out_shape, Pos pos) {
-  Tensor out = Tensor::empty(out_shape, g.dtype());
+void scatter_add_rows_into(Tensor& acc, const Tensor& g, const AxisBlocks& b, std::int64_t count, Pos pos) {
   dispatch(g.dtype(), [&]<class T>() {
     const T* src = g.data<T>();
-    T* dst = out.data<T>();
-    std::fill_n(dst, out.numel(), T(0));
+    T* dst = acc.data<T>();
     for (std::int64_t o = 0; o < b.outer; ++o)
       for (std::int64_t j = 0; j < count; ++j, src += b.inner) {
         T* row = dst + (o * b.n + pos(j)) * b.inner;
         for (std::int64_t i = 0; i < b.inner; ++i) row[i] += src[i];
       }
   });
+}
+
+// The same into fresh zeros of out_shape.
+template <class Pos>
+Tensor scatter_add_rows(const Tensor& g, const AxisBlocks& b, std::int64_t count, const Shape& out_shape, Pos pos) {
+  Tensor out = zeros(out_shape, g.dtype());
+  scatter_add_rows_into(out, g, b, count, pos);
   return out;
 }
 

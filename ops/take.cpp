@@ -25,13 +25,19 @@ Shape taken_shape(const Shape& x, std::int64_t axis, const Shape& indices) {
 struct TakeScatter {
   static constexpr std::string_view name = "take_backward";
   std::int64_t axis, n;  // axis is normalized
+  // acc (the shape of take's x) += g at the taken positions.
+  void add_into(Tensor& acc, const Tensor& g, const Tensor& indices) const {
+    const std::int64_t* p = indices.data<std::int64_t>();
+    detail::scatter_add_rows_into(acc, g, AxisBlocks(acc.shape(), axis), indices.numel(),
+                                  [&](std::int64_t j) { return detail::wrap_index(p[j], n); });
+  }
   Tensor forward(const Tensor& g, const Tensor& indices) const {
     Shape out(g.shape().begin(), g.shape().begin() + axis);
     out.push_back(n);
     out.insert(out.end(), g.shape().begin() + axis + indices.rank(), g.shape().end());
-    const std::int64_t* p = indices.data<std::int64_t>();
-    return detail::scatter_add_rows(g, AxisBlocks(out, axis), indices.numel(), out,
-                                    [&](std::int64_t j) { return detail::wrap_index(p[j], n); });
+    Tensor acc = zeros(out, g.dtype());
+    add_into(acc, g, indices);
+    return acc;
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
@@ -57,7 +63,10 @@ struct Take {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
-    if (a.needs_grad(0)) g[0] = apply_op(TakeScatter{ax, in[ax]}, a.grad, a.inputs[1]);
+    if (!a.needs_grad(0)) return g;
+    const TakeScatter scatter{ax, in[ax]};
+    if (!add_in_place(a, 0, [&](Tensor& acc) { scatter.add_into(acc, value_of(a.grad), value_of(a.inputs[1])); }))
+      g[0] = apply_op(scatter, a.grad, a.inputs[1]);
     return g;
   }
 };
@@ -84,13 +93,17 @@ struct GatherScatter {
   static constexpr std::string_view name = "gather_backward";
   std::int64_t axis;  // normalized
   Shape x_shape;
-  Tensor forward(const Tensor& g, const Tensor& indices) const {
-    Tensor out = zeros(x_shape, g.dtype());
+  // acc (of x_shape) += g at the gathered positions.
+  void add_into(Tensor& acc, const Tensor& g, const Tensor& indices) const {
     dispatch(g.dtype(), [&]<class T>() {
       const T* src = g.data<T>();
-      T* dst = out.data<T>();
+      T* dst = acc.data<T>();
       walk_gather(indices, x_shape, axis, [&](std::int64_t k, std::int64_t xk) { dst[xk] += src[k]; });
     });
+  }
+  Tensor forward(const Tensor& g, const Tensor& indices) const {
+    Tensor out = zeros(x_shape, g.dtype());
+    add_into(out, g, indices);
     return out;
   }
   template <class V>
@@ -128,8 +141,10 @@ struct Gather {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     Grads<V> g(2);
     const Shape& in = a.inputs[0].shape();
-    if (a.needs_grad(0))
-      g[0] = apply_op(GatherScatter{normalize_axis(name, axis, in), in}, a.grad, a.inputs[1]);
+    if (!a.needs_grad(0)) return g;
+    const GatherScatter scatter{normalize_axis(name, axis, in), in};
+    if (!add_in_place(a, 0, [&](Tensor& acc) { scatter.add_into(acc, value_of(a.grad), value_of(a.inputs[1])); }))
+      g[0] = apply_op(scatter, a.grad, a.inputs[1]);
     return g;
   }
 };

@@ -18,6 +18,11 @@ std::string taps_to_string(const std::vector<std::int64_t>& taps) {
   return to_string(s);
 }
 
+// Output j as the face calls it.
+std::string output_name(const ScanProgram& p, std::size_t j) {
+  return p.output_name ? p.output_name(j) : "output " + std::to_string(j);
+}
+
 // Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
 // sequence with taps [-4, 0] starts at its 5th element and one with [2] at its 1st.
 struct SequencePlan {
@@ -86,20 +91,20 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
     const OutputSpec& o = p.outputs[j];
     OutputPlan plan{&o, o.initial.defined(), {}, {}, DType::float32, {}, {}};
     if (plan.fed_back) {
-      if (o.taps.empty()) fail<ValueError>(p.face, "output ", j, " has an initial state but no taps");
+      if (o.taps.empty()) fail<ValueError>(p.face, output_name(p, j), " has an initial state but no taps");
       for (auto k : o.taps)
         if (k >= 0)
-          fail<ValueError>(p.face, "output ", j, " has tap ", k, "; output taps must be negative (past values)");
+          fail<ValueError>(p.face, output_name(p, j), " has tap ", k, "; output taps must be negative (past values)");
       const std::int64_t k_max = -*std::min_element(o.taps.begin(), o.taps.end());
       const Shape& s = o.initial.shape();
       if (o.initial_has_tap_axis) {
         if (s.empty() || s[0] < k_max)
-          fail<ShapeError>(p.face, "the initial state of output ", j, " has shape ", to_string(s),
+          fail<ShapeError>(p.face, "the initial state of ", output_name(p, j), " has shape ", to_string(s),
                            "; taps ", taps_to_string(o.taps), " need a leading axis of at least ", k_max);
         plan.shape = Shape(s.begin() + 1, s.end());
       } else {
         if (k_max != 1)
-          fail<ValueError>(p.face, "output ", j, " uses taps ", taps_to_string(o.taps),
+          fail<ValueError>(p.face, output_name(p, j), " uses taps ", taps_to_string(o.taps),
                            "; an initial state without a tap axis only serves tap -1");
         plan.shape = s;
       }
@@ -143,6 +148,7 @@ class Run {
     ScopeGuard guard{tape_};
 
     seed_histories();
+    if (steps_ == 0 && p_.infer_extra_outputs) probe();
     const bool recording = grad_enabled();
     base_ = tape_.size();
     const std::int64_t every = recording ? checkpoint_interval(p_.checkpoint, steps_) : 0;
@@ -175,6 +181,13 @@ class Run {
     return finish(t, every > 0);
   }
 
+  // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream
+  // drawn in an inner scan must not repeat its draws in the outer scan's next iteration.
+  void pass_implicit_updates_out(const ScanRun& run) const {
+    if (ScanScope* outer = tape_.innermost_scope())
+      for (const auto& shared : implicit_) outer->update(shared, run.updates[shared]);
+  }
+
  private:
   // The initial entries of each fed-back output: tap -j at iteration 0 is initial[L - j].
   void seed_histories() {
@@ -191,6 +204,36 @@ class Run {
     }
   }
 
+  // The step's arguments after the sequence elements: output taps, then non-sequences.
+  void push_state_args() {
+    for (const auto& o : outs_)
+      if (o.fed_back)
+        for (auto k : o.spec->taps) args_.push_back(o.history[o.history.size() + k]);
+    args_.insert(args_.end(), p_.non_sequences.begin(), p_.non_sequences.end());
+  }
+
+  // Zero steps leave nothing to learn the inferred outputs' shapes from: call the step once
+  // on zeros shaped like the sequence elements (as JAX traces f, and Theano knows shapes
+  // symbolically), keep only the shapes, and drop what it recorded.
+  void probe() {
+    NoGrad off;
+    const std::uint32_t mark = tape_.size();
+    args_.clear();
+    for (const auto& s : seqs_) {
+      Shape element = s.spec->data.shape();
+      element.erase(element.begin() + s.axis);
+      for (std::size_t k = 0; k < s.spec->taps.size(); ++k)
+        args_.push_back(tape_.constant(zeros(element, s.spec->data.dtype())));
+    }
+    push_state_args();
+    const StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
+    check_result(r, 0);
+    args_.clear();
+    tape_.truncate(mark);
+    scope_.overrides.clear();  // draws from a random stream point there (dropped nodes)
+    scope_.implicit_updates.clear();
+  }
+
   // One iteration; true when its `until` condition holds.
   bool iterate(std::int64_t t) {
     args_.clear();
@@ -198,10 +241,7 @@ class Run {
       const std::int64_t pos = s.spec->reverse || backwards_ ? steps_ - 1 - t : t;
       for (auto k : s.spec->taps) args_.push_back(index(s.spec->data, s.axis, s.first + pos + k));
     }
-    for (const auto& o : outs_)
-      if (o.fed_back)
-        for (auto k : o.spec->taps) args_.push_back(o.history[o.history.size() + k]);
-    args_.insert(args_.end(), p_.non_sequences.begin(), p_.non_sequences.end());
+    push_state_args();
 
     StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
     check_result(r, t);
@@ -212,33 +252,46 @@ class Run {
       if (o.spec->keep == Keep::all) o.values.push_back(v);
       last_[j] = v;
     }
+    // Updates made inside the step (random streams) first: a returned one for the same
+    // Shared wins. The scope already points later reads at them.
+    for (const auto& [shared, value] : scope_.implicit_updates) {
+      updates_.set(shared, value);
+      if (std::find(implicit_.begin(), implicit_.end(), shared) == implicit_.end()) implicit_.push_back(shared);
+    }
+    scope_.implicit_updates.clear();
     for (const auto& [shared, value] : r.updates) {
       updates_.set(shared, value);
-      set_override(shared, value.id());
+      scope_.set_override(shared, value.id());
     }
     return r.until.defined() && r.until.value().item<double>() != 0;
   }
 
   void check_result(const StepResult& r, std::int64_t t) {
     if (t == 0 && p_.infer_extra_outputs)
-      while (outs_.size() < r.outputs.size()) outs_.push_back({&p_.extra_outputs, false, {}, {}, DType::float32, {}, {}});
+      while (outs_.size() < r.outputs.size()) {
+        const std::size_t i = outs_.size() - p_.outputs.size();
+        const OutputSpec* spec = i < p_.extra_output_specs.size() ? &p_.extra_output_specs[i] : &p_.extra_outputs;
+        outs_.push_back({spec, false, {}, {}, DType::float32, {}, {}});
+      }
     if (r.outputs.size() != outs_.size())
       fail<ValueError>(p_.face, "the step function returned ", r.outputs.size(), " outputs at iteration ", t,
                        "; outputs_info describes ", outs_.size());
     last_.resize(outs_.size());
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       const Var& v = r.outputs[j];
-      if (!v.defined()) fail<ValueError>(p_.face, "output ", j, " at iteration ", t, " is an undefined Var");
-      if (&v.tape() != &tape_) fail<TapeError>(p_.face, "output ", j, " at iteration ", t, " is on another tape");
+      if (!v.defined()) fail<ValueError>(p_.face, output_name(p_, j), " at iteration ", t, " is an undefined Var");
+      if (&v.tape() != &tape_) fail<TapeError>(p_.face, output_name(p_, j), " at iteration ", t, " is on another tape");
       OutputPlan& o = outs_[j];
       if (!o.shape) {  // an output that is not fed back: the first step sets the rule
         o.shape = v.shape();
         o.dtype = v.dtype();
       } else if (v.shape() != *o.shape || v.dtype() != o.dtype) {
-        fail<ShapeError>(p_.face, "output ", j, " at iteration ", t, " is ", v.dtype(), " of shape ",
+        fail<ShapeError>(p_.face, output_name(p_, j), " at iteration ", t, " is ", v.dtype(), " of shape ",
                          to_string(v.shape()), " but must keep ", o.dtype, " of shape ", to_string(*o.shape),
                          o.fed_back ? " (its initial state's)" : " (its first step's)");
       }
+      if (t == 0 && o.spec->keep == Keep::all)  // fail now, not after the whole loop
+        normalize_axis(p_.face, o.spec->stack_axis, *o.shape, "stack axis of " + output_name(p_, j), 1);
     }
     for (const auto& [shared, value] : r.updates) {
       if (!value.defined() || &value.tape() != &tape_)
@@ -254,14 +307,6 @@ class Run {
                        "; it must be a single value");
   }
 
-  void set_override(const Shared& shared, std::uint32_t node) {
-    for (auto& [who, id] : scope_.overrides)
-      if (who == shared.identity()) {
-        id = node;
-        return;
-      }
-    scope_.overrides.emplace_back(shared.identity(), node);
-  }
 
   // Nodes whose values later iterations or the results still need.
   std::vector<std::uint32_t> live_nodes() const {
@@ -380,13 +425,19 @@ class Run {
   std::vector<Var> args_;
   std::vector<Var> last_;
   Updates updates_;
+  std::vector<Shared> implicit_;  // Shared values updated inside the step (random streams)
 };
 
 }  // namespace
 
 ScanRun run(const StepFn& step, const ScanProgram& program) {
   Tape& tape = tape_of(program);
-  return transactional(tape, [&] { return Run(step, program, tape)(); });
+  return transactional(tape, [&] {
+    Run r(step, program, tape);
+    ScanRun out = r();
+    r.pass_implicit_updates_out(out);
+    return out;
+  });
 }
 
 }  // namespace recur::scan_engine

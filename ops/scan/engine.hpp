@@ -4,7 +4,9 @@
 // after another, each recorded with its node range so that truncation, recomputation and
 // memory accounting work per iteration.
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,8 +42,15 @@ struct ScanProgram {
   Checkpoint checkpoint;
   // When true, outputs the step returns beyond `outputs` are added after the first step,
   // not fed back, shaped like `extra_outputs` (Theano's outputs_info=None, JAX's ys).
+  // With zero steps the step is called once on zeros shaped like the sequence elements
+  // (nothing recorded, its nodes dropped) to learn their shapes.
   bool infer_extra_outputs = false;
   OutputSpec extra_outputs;
+  // The i-th inferred output follows extra_output_specs[i] when there is one, else
+  // extra_outputs (ONNX gives every scan output its own axis and direction).
+  std::vector<OutputSpec> extra_output_specs;
+  // How error messages name output j in the face's own terms ("carry[1]"); unset: "output j".
+  std::function<std::string(std::size_t)> output_name;
 };
 
 struct ScanRun {

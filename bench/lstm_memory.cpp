@@ -1,0 +1,25 @@
+// recur_lstm_memory full_tape|checkpoint_auto: one training step of the LSTM of
+// lstm_recur.hpp with the full tape or with Checkpoint::auto_sqrt(), then the process's
+// peak resident set and the tape's bytes held for backward (memory_main.hpp).
+#include "lstm_recur.hpp"
+#include "memory_main.hpp"
+
+namespace {
+
+bench::MemoryMode mode(std::string_view name, recur::Checkpoint checkpoint) {
+  return {name, [checkpoint]() -> std::optional<std::size_t> {
+            const bench::RecurLstm model;
+            std::size_t held = 0;
+            model.step(checkpoint, &held);
+            return held;
+          }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::use_bench_threads();
+  return bench::memory_main(argc, argv, "recur",
+                            {mode("full_tape", recur::Checkpoint::none()),
+                             mode("checkpoint_auto", recur::Checkpoint::auto_sqrt())});
+}

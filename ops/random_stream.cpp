@@ -1,0 +1,157 @@
+#include <recur/ops/random_stream.hpp>
+
+#include <array>
+
+#include <recur/autodiff/no_grad.hpp>
+#include <recur/autodiff/record.hpp>
+#include <recur/autodiff/tape.hpp>
+#include <recur/core/random.hpp>
+
+namespace recur {
+namespace {
+
+Generator restore(const Tensor& state) {
+  Generator gen(0);
+  gen.set_state(state);
+  return gen;
+}
+
+// What a draw samples, and how many raw generator outputs it consumes for `n` elements
+// (the count the advance node skips; core/random.hpp documents it per distribution).
+struct UniformDraw {
+  static constexpr std::string_view name = "RandomStream::uniform";
+  Shape shape;
+  double lo, hi;
+  DType dtype;
+  Tensor sample(Generator& gen) const { return recur::uniform(shape, lo, hi, gen, dtype); }
+  static std::int64_t draws(std::int64_t n) { return n; }
+};
+
+struct NormalDraw {
+  static constexpr std::string_view name = "RandomStream::normal";
+  Shape shape;
+  double mean, std;
+  DType dtype;
+  Tensor sample(Generator& gen) const { return recur::normal(shape, mean, std, gen, dtype); }
+  static std::int64_t draws(std::int64_t n) { return n + n % 2; }  // two per pair
+};
+
+// n = 1 with a tensor of probabilities.
+struct BernoulliDraw {
+  static constexpr std::string_view name = "RandomStream::binomial";
+  DType dtype;
+  Tensor sample(Generator& gen, const Tensor& p) const { return recur::bernoulli(p, gen).to(dtype); }
+  static std::int64_t draws(std::int64_t n) { return n; }
+};
+
+// n trials of one probability per element; element i takes draws i*n ... i*n + n - 1.
+struct BinomialDraw {
+  static constexpr std::string_view name = "RandomStream::binomial";
+  Shape shape;
+  std::int64_t n;
+  double p;
+  DType dtype;
+  Tensor sample(Generator& gen) const {
+    for (auto d : shape)
+      if (d < 0) fail<ShapeError>(name, "argument 'shape' has a negative size: ", to_string(shape));
+    if (n < 0) fail<ValueError>(name, "argument 'n' must be >= 0, got ", n);
+    if (!(p >= 0 && p <= 1)) fail<ValueError>(name, "argument 'p' must be in [0, 1], got ", p);
+    return dispatch(dtype, [&]<class T>() {
+      Tensor out = Tensor::empty(shape, dtype);
+      T* y = out.data<T>();
+      for (std::int64_t i = 0, size = out.numel(); i < size; ++i) {
+        std::int64_t k = 0;
+        for (std::int64_t j = 0; j < n; ++j) k += gen.next_double() < p ? 1 : 0;
+        y[i] = static_cast<T>(k);
+      }
+      return out;
+    });
+  }
+  std::int64_t draws(std::int64_t size) const { return size * n; }
+};
+
+// The sample of a draw, from the state (and p): a pure function of its inputs, so replay
+// reproduces it. Samples are constants for autodiff: no gradient to any input.
+template <class D>
+struct Sample {
+  static constexpr std::string_view name = D::name;
+  D draw;
+  template <class... P>
+  Tensor forward(const Tensor& state, const P&... p) const {
+    Generator gen = restore(state);
+    return draw.sample(gen, p...);
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return Grads<V>(a.inputs.size());
+  }
+};
+
+// The state after a draw of `draws` raw outputs, from the state before it.
+struct Advance {
+  static constexpr std::string_view name = "RandomStream::advance";
+  std::int64_t draws;
+  Tensor forward(const Tensor& state) const {
+    Generator gen = restore(state);
+    for (std::int64_t i = 0; i < draws; ++i) gen.next_u64();
+    return gen.state();
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>&) const {
+    return Grads<V>(1);
+  }
+};
+
+// Like record(), except that the node never requires a gradient and, while gradients are
+// on, keeps its op even so: a checkpoint may then release its value and replay it.
+template <class Op, class... Vs>
+Var record_draw(Tape& tape, Op op, const Vs&... inputs) {
+  const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
+  tape.check_strict(Op::name, ids);
+  Tensor out = op.forward(tape.node_value(inputs.id())...);
+  return tape.push(std::move(out), ids,
+                   grad_enabled() ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), false);
+}
+
+// A draw: reads the state, records the sample and the advanced state, and hands the new
+// state to the innermost running scan (an update of it) or, outside scans, to the Shared.
+template <class D, class... P>
+Var draw(Shared state, Tape& tape, const D& d, const P&... p) {
+  return transactional(tape, [&] {
+    ScanScope* scan = tape.innermost_scope();
+    // Outside a scan the Shared changes at once, under this tape: read it as a constant,
+    // not as a Shared read (which a tape makes once and checks for changes).
+    const Var s = scan ? tape.read(state) : tape.constant(state.value());
+    Var sample = record_draw(tape, Sample<D>{d}, s, p...);
+    const Var next = record_draw(tape, Advance{d.draws(sample.numel())}, s);
+    if (scan) scan->update(state, next);
+    else state.assign(next.value());
+    return sample;
+  });
+}
+
+}  // namespace
+
+RandomStream::RandomStream(std::uint64_t seed, std::string name)
+    : state_(Generator(seed).state(), std::move(name)) {}
+
+void RandomStream::seed(std::uint64_t seed) { state_.assign(Generator(seed).state()); }
+
+Var RandomStream::uniform(const Shape& shape, double lo, double hi, DType dtype) {
+  return draw(state_, Tape::current(), UniformDraw{shape, lo, hi, dtype});
+}
+
+Var RandomStream::normal(const Shape& shape, double mean, double std, DType dtype) {
+  return draw(state_, Tape::current(), NormalDraw{shape, mean, std, dtype});
+}
+
+Var RandomStream::binomial(const Var& p, std::optional<DType> dtype) {
+  if (!p.defined()) fail<ValueError>(BernoulliDraw::name, "argument 'p' is an undefined Var");
+  return draw(state_, p.tape(), BernoulliDraw{dtype.value_or(p.dtype())}, p);
+}
+
+Var RandomStream::binomial(const Shape& shape, std::int64_t n, double p, DType dtype) {
+  return draw(state_, Tape::current(), BinomialDraw{shape, n, p, dtype});
+}
+
+}  // namespace recur

@@ -1,0 +1,94 @@
+// JAX's face on the engine: xs leaves are sequences (axis 0), carry leaves are fed-back
+// outputs of which only the last value is kept, y leaves are inferred outputs kept at every
+// step (stacked last step first under reverse, so that ys[t] belongs to xs[t]).
+#include <recur/ops/scan/jax.hpp>
+
+#include <recur/ops/scan/engine.hpp>
+
+namespace recur::jax_detail {
+namespace {
+
+constexpr std::string_view kFace = "scan (jax)";
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The number of steps: the common leading length of xs' leaves, which `length` must match.
+std::int64_t count_steps(const FlatScan& in, const JaxScanOptions& o) {
+  if (o.length && *o.length < 0) fail<ValueError>(kFace, "length = ", *o.length, " is negative");
+  for (std::size_t i = 0; i < in.xs.size(); ++i) {
+    if (!in.xs[i].defined()) fail<ValueError>(kFace, in.xs_paths[i], " is an undefined Var");
+    if (in.xs[i].rank() == 0)
+      fail<ShapeError>(kFace, in.xs_paths[i], " is 0-d; xs are scanned along their leading axis");
+  }
+  if (in.xs.empty()) {
+    if (!o.length) fail<ValueError>(kFace, in.has_xs ? "xs has no leaves" : "without xs", ": length is required");
+    return *o.length;
+  }
+  const std::int64_t n = in.xs[0].size(0);
+  for (std::size_t i = 1; i < in.xs.size(); ++i)
+    if (in.xs[i].size(0) != n)
+      fail<ValueError>(kFace, "xs leaves differ in length: ", in.xs_paths[0], " of shape ",
+                       to_string(in.xs[0].shape()), " has ", n, " but ", in.xs_paths[i], " of shape ",
+                       to_string(in.xs[i].shape()), " has ", in.xs[i].size(0));
+  if (o.length && *o.length != n)
+    fail<ValueError>(kFace, "length = ", *o.length, " disagrees with xs: ", in.xs_paths[0], " of shape ",
+                     to_string(in.xs[0].shape()), " has length ", n);
+  return n;
+}
+
+}  // namespace
+
+FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) {
+  const std::int64_t steps = count_steps(in, o);
+  const std::size_t n_carry = in.init.size(), n_xs = in.xs.size();
+  for (std::size_t i = 0; i < n_carry; ++i)
+    if (!in.init[i].defined()) fail<ValueError>(kFace, in.init_paths[i], " of init is an undefined Var");
+
+  scan_engine::ScanProgram p;
+  p.face = kFace;
+  for (const auto& x : in.xs) p.sequences.push_back({x, {0}, 0, false});
+  for (const auto& c : in.init) {
+    scan_engine::OutputSpec spec;
+    spec.initial = c;
+    spec.keep = Keep::last;
+    p.outputs.push_back(spec);
+  }
+  p.n_steps = steps;
+  p.backwards = o.reverse;
+  p.truncate_gradient = o.truncate_gradient;
+  p.checkpoint = o.checkpoint;
+  p.infer_extra_outputs = true;
+  p.extra_outputs.keep = Keep::all;
+  p.extra_outputs.reverse_stack = o.reverse;
+  p.output_name = [&](std::size_t j) {
+    if (j < n_carry) return in.init_paths[j];
+    const std::size_t k = j - n_carry;
+    return in.ys_paths && k < in.ys_paths->size() ? (*in.ys_paths)[k] : "leaf " + std::to_string(k) + " of ys";
+  };
+
+  std::optional<std::size_t> n_ys;
+  auto step = [&](std::span<const Var> args) {
+    // The engine passes the slices of xs first, then the carry.
+    FlatOut out = f(args.subspan(n_xs, n_carry), args.first(n_xs));
+    if (out.carry.size() != n_carry)
+      fail<ValueError>(kFace, "f returned a carry of ", out.carry.size(), " leaves; init has ", n_carry, " (",
+                       joined(in.init_paths), ")");
+    if (!n_ys) n_ys = out.ys.size();
+    if (out.ys.size() != *n_ys)
+      fail<ValueError>(kFace, "f returned ", out.ys.size(), " leaves of y; its first call returned ", *n_ys);
+    std::vector<Var> outputs = std::move(out.carry);
+    outputs.insert(outputs.end(), out.ys.begin(), out.ys.end());
+    return StepResult(std::move(outputs));
+  };
+  scan_engine::ScanRun run = scan_engine::run(step, p);
+  FlatResult r;
+  r.carry.assign(run.outputs.begin(), run.outputs.begin() + static_cast<std::ptrdiff_t>(n_carry));
+  r.ys.assign(run.outputs.begin() + static_cast<std::ptrdiff_t>(n_carry), run.outputs.end());
+  return r;
+}
+
+}  // namespace recur::jax_detail

@@ -1,0 +1,118 @@
+// ONNX's face on the engine: scan inputs are sequences with their own axis and direction,
+// states are fed-back outputs of which only the last value is kept, scan outputs are
+// inferred outputs with their own stacking axis and direction (prepend = reverse_stack).
+#include <recur/ops/scan/onnx.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include <recur/ops/scan/engine.hpp>
+
+namespace recur {
+namespace {
+
+constexpr std::string_view kFace = "onnx_scan";
+
+// An attribute list is either empty (defaults) or has one entry per input (or output).
+void check_count(std::string_view attribute, std::size_t size, std::size_t expected, std::string_view what) {
+  if (size != 0 && size != expected)
+    fail<ValueError>(kFace, attribute, " has ", size, " entries for ", expected, " ", what);
+}
+
+void check_directions(std::string_view attribute, const std::vector<std::int64_t>& directions) {
+  for (std::size_t i = 0; i < directions.size(); ++i)
+    if (directions[i] != 0 && directions[i] != 1)
+      fail<ValueError>(kFace, attribute, "[", i, "] = ", directions[i], "; a direction is 0 or 1");
+}
+
+std::int64_t entry(const std::vector<std::int64_t>& attribute, std::size_t i) {
+  return i < attribute.size() ? attribute[i] : 0;
+}
+
+// The scan axes of the inputs, normalized; every input must have the same length on its axis.
+std::vector<std::int64_t> input_axes(const std::vector<Var>& inputs, const OnnxScanOptions& o) {
+  std::vector<std::int64_t> axes;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "scan_inputs[" + std::to_string(i) + "]";
+    if (!inputs[i].defined()) fail<ValueError>(kFace, name, " is an undefined Var");
+    axes.push_back(normalize_axis(kFace, entry(o.scan_input_axes, i), inputs[i].shape(),
+                                  "scan_input_axes[" + std::to_string(i) + "] of " + name));
+  }
+  bool equal = true;
+  for (std::size_t i = 1; i < inputs.size(); ++i) equal = equal && inputs[i].size(axes[i]) == inputs[0].size(axes[0]);
+  if (!equal) {
+    std::string lengths;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      lengths += (i ? "; scan_inputs[" : "scan_inputs[") + std::to_string(i) + "] of shape " +
+                 to_string(inputs[i].shape()) + " has " + std::to_string(inputs[i].size(axes[i])) + " along axis " +
+                 std::to_string(axes[i]);
+    fail<ValueError>(kFace, "scan inputs differ in length: ", lengths);
+  }
+  return axes;
+}
+
+}  // namespace
+
+OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
+                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& o) {
+  const std::size_t n = initial_states.size(), m = scan_inputs.size();
+  if (m == 0) fail<ValueError>(kFace, "no scan inputs; their length is the number of iterations");
+  check_count("scan_input_axes", o.scan_input_axes.size(), m, "scan inputs");
+  check_count("scan_input_directions", o.scan_input_directions.size(), m, "scan inputs");
+  check_directions("scan_input_directions", o.scan_input_directions);
+  check_directions("scan_output_directions", o.scan_output_directions);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!initial_states[i].defined()) fail<ValueError>(kFace, "initial_states[", i, "] is an undefined Var");
+  const std::vector<std::int64_t> axes = input_axes(scan_inputs, o);
+
+  scan_engine::ScanProgram p;
+  p.face = kFace;
+  for (std::size_t i = 0; i < m; ++i)
+    p.sequences.push_back({scan_inputs[i], {0}, axes[i], entry(o.scan_input_directions, i) == 1});
+  for (const auto& s : initial_states) {
+    scan_engine::OutputSpec spec;
+    spec.initial = s;
+    spec.keep = Keep::last;
+    p.outputs.push_back(spec);
+  }
+  p.truncate_gradient = o.truncate_gradient;
+  p.checkpoint = o.checkpoint;
+  p.infer_extra_outputs = true;
+  const std::size_t given = std::max(o.scan_output_axes.size(), o.scan_output_directions.size());
+  for (std::size_t k = 0; k < given; ++k) {
+    scan_engine::OutputSpec spec;
+    spec.stack_axis = entry(o.scan_output_axes, k);
+    spec.reverse_stack = entry(o.scan_output_directions, k) == 1;
+    p.extra_output_specs.push_back(spec);
+  }
+  p.output_name = [n](std::size_t j) {
+    return j < n ? "state " + std::to_string(j) : "scan output " + std::to_string(j - n);
+  };
+
+  std::optional<std::size_t> k_outputs;
+  auto step = [&](std::span<const Var> args) {
+    // The engine passes the scan input elements first, the body wants the states first.
+    std::vector<Var> body_args(args.begin() + static_cast<std::ptrdiff_t>(m), args.end());
+    body_args.insert(body_args.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(m));
+    std::vector<Var> out = body(std::span<const Var>(body_args));
+    if (out.size() < n)
+      fail<ValueError>(kFace, "the body returned ", out.size(), " values; it must return the ", n, " states first");
+    if (!k_outputs) {
+      k_outputs = out.size() - n;
+      check_count("scan_output_axes", o.scan_output_axes.size(), *k_outputs, "scan outputs");
+      check_count("scan_output_directions", o.scan_output_directions.size(), *k_outputs, "scan outputs");
+    } else if (out.size() - n != *k_outputs) {
+      fail<ValueError>(kFace, "the body returned ", out.size() - n, " scan outputs; its first call returned ",
+                       *k_outputs);
+    }
+    return StepResult(std::move(out));
+  };
+  scan_engine::ScanRun run = scan_engine::run(step, p);
+  OnnxScanResult r;
+  r.final_states.assign(run.outputs.begin(), run.outputs.begin() + static_cast<std::ptrdiff_t>(n));
+  r.scan_outputs.assign(run.outputs.begin() + static_cast<std::ptrdiff_t>(n), run.outputs.end());
+  return r;
+}
+
+}  // namespace recur

@@ -1,0 +1,46 @@
+#pragma once
+// ONNX's face of scan: the Scan operator (opset 9 and later; version 8's batched form is the
+// same call with the time axis given as 1).
+//
+//   auto [final_states, scan_outputs] = onnx_scan(body, initial_states, scan_inputs, {...});
+//
+// body receives the N states followed by one element of each of the M scan inputs, and
+// returns the N new states followed by K scan output elements. Every scan input must have
+// the same length along its axis (ValueError naming the inputs and their shapes otherwise);
+// states must keep their shape and dtype, and so must each scan output element (ShapeError).
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include <recur/ops/scan/types.hpp>
+
+namespace recur {
+
+struct OnnxScanOptions {
+  // Per scan input, the axis iterated over; negative counts from the back. Empty: all 0.
+  std::vector<std::int64_t> scan_input_axes;
+  // Per scan input: 0 forward, 1 reverse (from the last element to the first). Empty: all 0.
+  std::vector<std::int64_t> scan_input_directions;
+  // Per scan output, the axis its elements are stacked along; negative counts from the back
+  // of the stacked output (rank of an element + 1). Empty: all 0.
+  std::vector<std::int64_t> scan_output_axes;
+  // Per scan output: 0 appends each element, 1 prepends it (the output is in reverse order
+  // of iteration). Empty: all 0.
+  std::vector<std::int64_t> scan_output_directions;
+  // Not in ONNX; as in every face of recur's scan.
+  std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
+  Checkpoint checkpoint;                // recompute instead of keeping every step
+};
+
+using OnnxBody = std::function<std::vector<Var>(std::span<const Var>)>;
+
+struct OnnxScanResult {
+  std::vector<Var> final_states;
+  std::vector<Var> scan_outputs;
+};
+
+OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
+                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& options = {});
+
+}  // namespace recur
