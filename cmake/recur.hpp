@@ -12,6 +12,7 @@
 #include <recur/core/xtensor_interop.hpp>
 
 #include <recur/autodiff/gradcheck.hpp>
+#include <recur/autodiff/module.hpp>
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/tape.hpp>
@@ -28,6 +29,7 @@
 #include <recur/ops/scan/theano.hpp>
 #include <recur/ops/scan/types.hpp>
 #include <recur/ops/loss.hpp>
+#include <recur/ops/nn/tbptt.hpp>
 #include <recur/ops/random_stream.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
