@@ -41,6 +41,12 @@ Tensor Shared::value() const {
   return s.value;
 }
 
+std::pair<Tensor, std::uint64_t> Shared::snapshot() const {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  return {s.value, s.version};
+}
+
 std::uint64_t Shared::version() const {
   auto& s = state();
   std::lock_guard lock(s.mutex);
@@ -49,6 +55,7 @@ std::uint64_t Shared::version() const {
 
 void Shared::assign(const Tensor& value) {
   auto& s = state();
+  if (!value.defined()) fail<ValueError>("Shared::assign", "the new value of '", s.name, "' is undefined");
   if (value.shape() != s.shape)
     fail<ShapeError>("Shared::assign", "'", s.name, "' has shape ", to_string(s.shape),
                      ", the new value has shape ", to_string(value.shape()));
@@ -60,8 +67,14 @@ void Shared::assign(const Tensor& value) {
 }
 
 Tensor Shared::mutable_value() {
-  auto& s = state();
-  std::lock_guard lock(s.mutex);
+  auto lock = lock_for_update();
+  return unique_value_locked();
+}
+
+std::unique_lock<std::mutex> Shared::lock_for_update() const { return std::unique_lock(state().mutex); }
+
+Tensor Shared::unique_value_locked() {
+  auto& s = *state_;
   // One reference here and one in the caller's hands would make two: copy unless we are the
   // only holder of the buffer.
   if (!s.value.storage()->unique()) s.value = s.value.clone();

@@ -5,7 +5,9 @@
 // tape can tell when a value it read was changed before its backward pass.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include <recur/core/tensor.hpp>
 
@@ -23,6 +25,9 @@ class Shared {
   bool defined() const { return static_cast<bool>(state_); }
   const std::string& name() const;
   Tensor value() const;
+  // The value and the version it belongs to, read together (another thread may be
+  // assigning): what a tape records when it reads the variable.
+  std::pair<Tensor, std::uint64_t> snapshot() const;
   const Shape& shape() const;
   DType dtype() const;
   std::uint64_t version() const;
@@ -33,6 +38,15 @@ class Shared {
   // value keep it: the buffer is copied first when anyone else still holds it. Bumps the
   // version.
   Tensor mutable_value();
+  // Writes the value in place under the variable's lock: write(buffer) gets a buffer no
+  // tape holds (copied first if one does), and the version is bumped. Unlike
+  // mutable_value, safe while tapes on other threads read the variable.
+  template <class Write>
+  void update(Write&& write) {
+    auto lock = lock_for_update();
+    Tensor buffer = unique_value_locked();
+    write(buffer);
+  }
 
   // The accumulated gradient; zeros when nothing has been accumulated since zero_grad().
   Tensor grad() const;
@@ -46,6 +60,8 @@ class Shared {
 
  private:
   detail::SharedState& state() const;
+  std::unique_lock<std::mutex> lock_for_update() const;
+  Tensor unique_value_locked();  // with the lock held: a unique buffer, version bumped
   std::shared_ptr<detail::SharedState> state_;
 };
 

@@ -113,7 +113,13 @@ Tape& Var::tape() const {
   return *s.tape;
 }
 
-const Tensor& Var::value() const { return tape().node_value(id_); }
+const Tensor& Var::value() const {
+  const Tensor& v = tape().node_value(id_);
+  if (!v.defined())
+    fail<TapeError>("Var::value", "node ", id_, " is inside a checkpointed scan segment whose values were released; "
+                    "read the scan's outputs instead (backward recomputes the segment when it needs it)");
+  return v;
+}
 bool Var::requires_grad() const { return tape().requires_grad(id_); }
 Tensor Var::grad() const { return tape().leaf_grad(id_); }
 
@@ -180,18 +186,22 @@ Var Tape::read(const Shared& shared) {
   for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
     for (const auto& [who, node] : (*s)->overrides)
       if (who == shared.identity()) return handle(node);
-  for (const auto& r : shared_reads_)
-    if (r.shared == shared) {
-      check_strict("scan", std::span<const std::uint32_t>(&r.node, 1));
-      return handle(r.node);
-    }
+  const bool wants_grad = is_floating(shared.dtype()) && grad_enabled();
+  // Reads of one Shared share a node, unless the value changed since (a new version) or
+  // the earlier read was made under NoGrad and this one wants a gradient.
+  for (auto r = shared_reads_.rbegin(); r != shared_reads_.rend(); ++r) {
+    if (!(r->shared == shared)) continue;
+    if (r->version != shared.version() || (wants_grad && !nodes_[r->node].requires_grad)) break;
+    check_strict("scan", std::span<const std::uint32_t>(&r->node, 1));
+    return handle(r->node);
+  }
   if (strict_scopes_ > 0)
     fail<ValueError>("scan", "strict: the step function reads shared variable '", shared.name(), "' of shape ",
                      to_string(shared.shape()), ", which was not passed in non_sequences");
-  const bool floating = is_floating(shared.dtype());
-  Var v = push(shared.value(), {}, {}, floating && grad_enabled());
+  auto [value, version] = shared.snapshot();
+  Var v = push(std::move(value), {}, {}, wants_grad);
   nodes_[v.id()].shared_read = static_cast<std::int32_t>(shared_reads_.size());
-  shared_reads_.push_back({v.id(), shared, shared.version()});
+  shared_reads_.push_back({v.id(), shared, version});
   return v;
 }
 
@@ -325,17 +335,27 @@ void Tape::check_owned(std::string_view op, std::string_view what, const Var& v)
   if (!owns(v)) fail<TapeError>(op, what, " belongs to another tape");
 }
 
-void Tape::check_versions(std::string_view op, std::uint32_t hi) const {
-  for (const auto& r : shared_reads_) {
-    // A read that needs no gradient (a random stream's int64 state) receives none: its
-    // change cannot make backward accumulate into a value that moved on.
-    if (r.node > hi || !nodes_[r.node].requires_grad) continue;
-    const auto now = r.shared.version();
-    if (now != r.version)
-      fail<VersionError>(op, "shared variable '", r.shared.name(), "' of shape ", to_string(r.shared.shape()),
-                         " was changed (version ", r.version, " -> ", now,
+void Tape::check_versions(std::string_view op, std::span<const Var> outputs) const {
+  std::uint32_t hi = 0;
+  for (const Var& o : outputs) hi = std::max(hi, o.id());
+  // A read that needs no gradient (a random stream's int64 state) receives none: its
+  // change cannot make backward accumulate into a value that moved on.
+  std::vector<const SharedRead*> stale;
+  for (const auto& r : shared_reads_)
+    if (r.node <= hi && nodes_[r.node].requires_grad && r.shared.version() != r.version) stale.push_back(&r);
+  if (stale.empty()) return;
+  // Only a stale read on the way from the output matters (one read again after a change
+  // leaves the old read behind, unused): mark what the output depends on, then check.
+  std::vector<std::uint8_t> reached(hi + 1, 0);
+  for (const Var& o : outputs) reached[o.id()] = 1;
+  for (std::uint32_t i = hi + 1; i-- > 0;)
+    if (reached[i])
+      for (std::uint32_t in : nodes_[i].inputs) reached[in] = 1;
+  for (const SharedRead* r : stale)
+    if (reached[r->node])
+      fail<VersionError>(op, "shared variable '", r->shared.name(), "' of shape ", to_string(r->shared.shape()),
+                         " was changed (version ", r->version, " -> ", r->shared.version(),
                          ") after this tape read it; its backward pass would use a stale value");
-  }
 }
 
 template <class G>
@@ -420,13 +440,14 @@ void Tape::backward(const Var& loss) {
 void Tape::backward(const Var& output, const Tensor& grad_output) {
   check_owned("backward", "the output", output);
   const Tensor& v = output.value();
+  if (!grad_output.defined()) fail<ValueError>("backward", "grad_output is undefined (output of shape ", to_string(v.shape()), ")");
   if (grad_output.shape() != v.shape() || grad_output.dtype() != v.dtype())
     fail<ShapeError>("backward", "grad_output is ", grad_output.dtype(), " of shape ",
                      to_string(grad_output.shape()), " but the output is ", v.dtype(), " of shape ",
                      to_string(v.shape()));
   if (!requires_grad(output.id()))
     fail<GradientError>("backward", "the output does not depend on any variable or Shared that needs a gradient");
-  check_versions("backward", output.id());
+  check_versions("backward", std::span<const Var>(&output, 1));
   std::vector<Tensor> grads(output.id() + 1);
   grads[output.id()] = grad_output;
   propagate(grads, 0, output.id(), {}, static_cast<std::vector<Tensor>*>(nullptr), true);
@@ -444,6 +465,8 @@ std::vector<Var> Tape::grad(std::span<const Var> outputs, std::span<const Var> i
     if (grad_outputs.empty() && v.numel() != 1)
       fail<GradientError>("grad", "output ", k, " has shape ", to_string(v.shape()),
                           "; pass grad_outputs for non-scalar outputs");
+    if (!grad_outputs.empty() && !grad_outputs[k].defined())
+      fail<ValueError>("grad", "grad_outputs[", k, "] is undefined (output ", k, " has shape ", to_string(v.shape()), ")");
     if (!grad_outputs.empty() && (grad_outputs[k].shape() != v.shape() || grad_outputs[k].dtype() != v.dtype()))
       fail<ShapeError>("grad", "grad_outputs[", k, "] is ", grad_outputs[k].dtype(), " of shape ",
                        to_string(grad_outputs[k].shape()), " but output ", k, " is ", v.dtype(), " of shape ",
@@ -454,7 +477,7 @@ std::vector<Var> Tape::grad(std::span<const Var> outputs, std::span<const Var> i
     check_owned("grad", "an input", in);
     lo = std::min(lo, in.id());
   }
-  check_versions("grad", hi);
+  check_versions("grad", outputs);
   std::vector<std::int32_t> keep(hi + 1, -1);
   std::vector<std::uint32_t> unique_inputs;
   for (const auto& in : inputs)

@@ -141,7 +141,7 @@ class Tape {
   template <class G>
   void propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
                  const std::vector<std::int32_t>& keep, std::vector<G>* kept, bool to_leaves);
-  void check_versions(std::string_view op, std::uint32_t hi) const;
+  void check_versions(std::string_view op, std::span<const Var> outputs) const;
   void check_owned(std::string_view op, std::string_view what, const Var& v) const;
 
   struct Segment {

@@ -1,14 +1,28 @@
 #include <recur/core/blas.hpp>
 
+#include <limits>
+
+#include <recur/core/error.hpp>
+
+// OpenBLAS's own cblas.h (not the alternatives link): it also declares
+// openblas_set_num_threads, and its blasint is the width the library was built with.
 #include <x86_64-linux-gnu/openblas-pthread/cblas.h>
 
 namespace recur::blas {
 namespace {
 CBLAS_TRANSPOSE flag(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+// Sizes past blasint's range would wrap around inside BLAS.
+void check_sizes(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  for (std::int64_t v : {m, n, k, lda, ldb, ldc})
+    if (v > std::numeric_limits<blasint>::max())
+      fail<ShapeError>("gemm", "a dimension of ", v, " exceeds BLAS's integer range (m=", m, ", n=", n, ", k=", k, ")");
+}
 }  // namespace
 
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  check_sizes(m, n, k, lda, ldb, ldc);
   cblas_sgemm(CblasRowMajor, flag(ta), flag(tb), static_cast<blasint>(m), static_cast<blasint>(n),
               static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
               beta, c, static_cast<blasint>(ldc));
@@ -16,6 +30,7 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, floa
 
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
           std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
+  check_sizes(m, n, k, lda, ldb, ldc);
   cblas_dgemm(CblasRowMajor, flag(ta), flag(tb), static_cast<blasint>(m), static_cast<blasint>(n),
               static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
               beta, c, static_cast<blasint>(ldc));

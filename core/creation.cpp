@@ -19,7 +19,11 @@ Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
 
 Tensor arange(double start, double stop, double step, DType dtype) {
   if (step == 0) fail<ValueError>("arange", "argument 'step' must not be 0");
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
+  const double count = std::max(0.0, std::ceil((stop - start) / step));
+  // Also catches NaN and infinite bounds, whose count is not a number of elements.
+  if (!(count < 9.0e15))
+    fail<ValueError>("arange", "from ", start, " to ", stop, " by ", step, " is not a finite number of elements");
+  const auto n = static_cast<std::int64_t>(count);
   Tensor t = Tensor::empty({n}, dtype);
   dispatch(dtype, [&]<class T>() {
     T* p = t.data<T>();

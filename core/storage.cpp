@@ -53,6 +53,7 @@ static_assert(sizeof(Storage) <= kHeader);
 }  // namespace
 
 StoragePtr Storage::allocate(std::size_t bytes) {
+  if (bytes > (std::size_t{64} << (kClasses - 1))) throw std::bad_alloc();
   const int k = size_class_for(bytes == 0 ? 1 : bytes);
   const std::size_t block = std::size_t{64} << k;
   auto& p = pool();

@@ -9,11 +9,13 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t;
   t.numel_ = 1;
+  std::int64_t bytes = static_cast<std::int64_t>(size_of(dtype));
   for (auto d : shape) {
     if (d < 0) fail<ShapeError>("empty", "negative size in shape ", to_string(shape));
-    t.numel_ *= d;
+    if (__builtin_mul_overflow(t.numel_, d, &t.numel_) || __builtin_mul_overflow(bytes, d, &bytes))
+      fail<ShapeError>("empty", "shape ", to_string(shape), " of ", dtype, " has more bytes than memory can address");
   }
-  t.storage_ = Storage::allocate(static_cast<std::size_t>(t.numel_) * size_of(dtype));
+  t.storage_ = Storage::allocate(static_cast<std::size_t>(bytes));
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;

@@ -67,9 +67,12 @@ struct PowF {
   template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
     return mul(g, mul(b, pow(a, sub(b, scalar_like(b, 1.0)))));
   }
-  // d(a^b)/db = a^b * log(a), defined for a > 0
+  // d(a^b)/db = a^b * log(a) for a > 0; at a = 0 it is 0 (a^b is 0 on that side), not
+  // 0 * -inf: log reads 1 there instead.
   template <class V> static V grad_b(const V& g, const V& a, const V&, const V& out) {
-    return mul(g, mul(out, log(a)));
+    const Tensor& av = value_of(a);
+    const V base = where(lift(g, equal(av, scalar_like(av, 0.0))), scalar_like(a, 1.0), a);
+    return mul(g, mul(out, log(base)));
   }
 };
 // Ties send the gradient to the first operand.

@@ -26,7 +26,7 @@ SliceRange resolve(const Shape& shape, std::int64_t axis, std::int64_t start, st
   auto clamp = [n](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + n : v, 0, n); };
   SliceRange r{clamp(start), 0, step, 0};
   r.stop = std::max(clamp(stop), r.start);
-  r.count = (r.stop - r.start + step - 1) / step;
+  r.count = r.stop == r.start ? 0 : 1 + (r.stop - r.start - 1) / step;  // no overflow for a huge step
   return r;
 }
 

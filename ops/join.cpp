@@ -95,10 +95,11 @@ std::vector<V> split_of(const V& x, std::int64_t axis, std::span<const std::int6
     if (s < 0)
       fail<ValueError>("split", "argument 'sizes' holds the negative size ", s, " (argument 'x' of shape ",
                        to_string(x.shape()), ")");
-    total += s;
+    // Stop adding once past the axis: the sum of huge sizes must not overflow.
+    if (total <= x.shape()[ax]) total += std::min(s, x.shape()[ax] + 1);
   }
   if (total != x.shape()[ax])
-    fail<ShapeError>("split", "argument 'sizes' adds up to ", total, " but axis ", ax, " of argument 'x' of shape ",
+    fail<ShapeError>("split", "argument 'sizes' adds up to ", total > x.shape()[ax] ? "more than the axis" : std::to_string(total), " but axis ", ax, " of argument 'x' of shape ",
                      to_string(x.shape()), " has size ", x.shape()[ax]);
   return transactional(x, [&] {
     std::vector<V> pieces;

@@ -2,6 +2,8 @@
 // the shapes, and leaves the tape (and shared variables) as they were.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <functional>
 #include <string>
 
@@ -127,5 +129,23 @@ TEST(Errors, CompositeOpsLeaveTheTapeUnchanged) {
   expect_clean_failure<DTypeError>(tape, [&] { i * 2.0; }, {"recur::mul", "int64"});
   expect_clean_failure<DTypeError>(tape, [&] { mean(i); }, {"int64"});
 }
+TEST(Errors, SizesBeyondWhatMemoryCanAddress) {
+  constexpr std::int64_t big = std::int64_t{1} << 40;
+  EXPECT_THROW(Tensor::empty({big, big}), ShapeError);
+  EXPECT_THROW(arange(0.0, std::numeric_limits<double>::infinity(), 1.0), ValueError);
+  EXPECT_THROW(arange(0.0, 1e300, 1.0), ValueError);
+  const Tensor x = arange(0.0, 5.0, 1.0, DType::float64);
+  EXPECT_EQ(to_vector<double>(slice(x, 0, 1, 5, std::numeric_limits<std::int64_t>::max())),
+            std::vector<double>{1.0});
+  const std::int64_t huge[] = {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max()};
+  EXPECT_THROW(split(x, 0, std::span<const std::int64_t>(huge)), ShapeError);
+}
+
+TEST(Errors, SharedAssignOfAnUndefinedValue) {
+  Shared w(tensor({1.0}), "w");
+  EXPECT_THROW(w.assign(Tensor()), ValueError);
+  EXPECT_EQ(w.version(), 0u);
+}
+
 }  // namespace
 }  // namespace recur

@@ -1,6 +1,8 @@
 // The tape: accumulation, deep graphs, higher-order gradients, detach, no_grad.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <recur/recur.hpp>
 
 namespace recur {
@@ -160,6 +162,52 @@ TEST(Tape, CurrentTapeIsTheInnermost) {
     EXPECT_EQ(&Tape::current(), &inner);
   }
   EXPECT_EQ(&Tape::current(), &outer);
+}
+
+TEST(Tape, ASharedReadUnderNoGradIsReadAgainWhenAGradientIsWanted) {
+  Shared w(tensor({3.0}, DType::float64), "w");
+  Tape tape;
+  {
+    NoGrad off;
+    EXPECT_FALSE(Var(w).requires_grad());
+  }
+  Var again(w);
+  EXPECT_TRUE(again.requires_grad());
+  tape.backward(sum(again * again));
+  EXPECT_DOUBLE_EQ(w.grad().item(), 6.0);
+}
+
+TEST(Tape, ASharedChangedSinceItsReadIsReadAgain) {
+  Shared w(tensor({3.0}, DType::float64), "w");
+  Tape tape;
+  Var before(w);
+  w.assign(tensor({5.0}, DType::float64));
+  Var after(w);
+  EXPECT_NE(before.id(), after.id());
+  EXPECT_DOUBLE_EQ(before.value().item(), 3.0);
+  EXPECT_DOUBLE_EQ(after.value().item(), 5.0);
+  tape.backward(sum(after * after));  // only the fresh read is on the gradient's path
+  EXPECT_DOUBLE_EQ(w.grad().item(), 10.0);
+}
+
+TEST(Tape, UpdateInPlaceLeavesTheValueATapeReadAlone) {
+  Shared w(tensor({1.0, 2.0}, DType::float64), "w");
+  Tape tape;
+  Var read(w);
+  const auto version = w.version();
+  w.update([](Tensor& v) { v.data<double>()[0] = 7.0; });
+  EXPECT_EQ(w.version(), version + 1);
+  EXPECT_EQ(to_vector<double>(read.value()), (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(to_vector<double>(w.value()), (std::vector<double>{7.0, 2.0}));
+}
+
+TEST(Tape, PowGradientInTheExponentIsZeroAtABaseOfZero) {
+  Tape tape;
+  Var a = tape.variable(tensor({0.0, 2.0}, DType::float64));
+  Var b = tape.variable(tensor({2.0, 3.0}, DType::float64));
+  tape.backward(sum(pow(a, b)));
+  EXPECT_EQ(to_vector<double>(b.grad())[0], 0.0);
+  EXPECT_NEAR(to_vector<double>(b.grad())[1], 8.0 * std::log(2.0), 1e-12);
 }
 
 }  // namespace
