@@ -49,6 +49,23 @@ TEST(ScanRules, NegativeNStepsAndGoBackwardsRunBackwards) {
   EXPECT_EQ(values(both[0]), (std::vector<double>{0, 1, 2, 3}));
 }
 
+TEST(ScanRules, GoBackwardsStartsEverySequenceFromItsOwnEnd) {
+  // Theano reverses each sequence and then truncates to the shortest: a (0..4) is read at
+  // 4, 3, 2 and b (10..12) at 12, 11, 10. A negative n_steps truncates first, then
+  // reverses; both together run the last n elements of each sequence forwards.
+  Tape tape;
+  Var a = seq(tape, 5), b = seq(tape, 3) + 10.0;
+  auto add = [](S x) { return x[0] + x[1]; };
+  EXPECT_EQ(values(scan(add, {.sequences = {a, b}, .go_backwards = true})[0]), (std::vector<double>{16, 14, 12}));
+  EXPECT_EQ(values(scan(add, {.sequences = {a, b}, .n_steps = -3})[0]), (std::vector<double>{14, 12, 10}));
+  EXPECT_EQ(values(scan(add, {.sequences = {a, b}, .n_steps = -2, .go_backwards = true})[0]),
+            (std::vector<double>{14, 16}));
+  // With taps [-1, 0] a feeds 4 steps, reversed from its end: (3, 4), (2, 3), (1, 2).
+  auto tapped = scan([](S x) { return x[0] * 10.0 + x[1] + x[2] * 0.0; },
+                     {.sequences = {Sequence(a, {-1, 0}), b}, .go_backwards = true});
+  EXPECT_EQ(values(tapped[0]), (std::vector<double>{34, 23, 12}));
+}
+
 TEST(ScanRules, SequenceTapsPastAndFuture) {
   // taps [-2, 1] over 0..9: first step reads elements 0 and 3; 10 - 3 = 7 steps.
   Tape tape;

@@ -132,7 +132,8 @@ class Run {
   Run(const StepFn& step, const ScanProgram& p, Tape& tape)
       : step_(step), p_(p), tape_(tape), seqs_(plan_sequences(p)), outs_(plan_outputs(p)) {
     steps_ = count_steps(p, seqs_);
-    backwards_ = p.backwards != (p.n_steps && *p.n_steps < 0);
+    from_own_end_ = p.backwards;
+    reversed_ = p.n_steps && *p.n_steps < 0;
     for (std::size_t i = 0; i < p.non_sequences.size(); ++i)
       if (!p.non_sequences[i].defined()) fail<ValueError>(p.face, "non_sequence ", i, " is an undefined Var");
   }
@@ -234,11 +235,20 @@ class Run {
     scope_.implicit_updates.clear();
   }
 
+  // Where step t reads sequence s (before taps). Theano's go_backwards reverses each
+  // sequence, then keeps the first steps_ of it: every sequence starts from its own end,
+  // which matters when their lengths differ. A negative n_steps keeps the first steps_,
+  // then reverses them; with both, the last steps_ of each sequence run forwards.
+  std::int64_t position(const SequencePlan& s, std::int64_t t) const {
+    if (from_own_end_) return reversed_ ? s.steps - steps_ + t : s.steps - 1 - t;
+    return reversed_ || s.spec->reverse ? steps_ - 1 - t : t;
+  }
+
   // One iteration; true when its `until` condition holds.
   bool iterate(std::int64_t t) {
     args_.clear();
     for (const auto& s : seqs_) {
-      const std::int64_t pos = s.spec->reverse || backwards_ ? steps_ - 1 - t : t;
+      const std::int64_t pos = position(s, t);
       for (auto k : s.spec->taps) args_.push_back(index(s.spec->data, s.axis, s.first + pos + k));
     }
     push_state_args();
@@ -419,7 +429,7 @@ class Run {
   std::vector<SequencePlan> seqs_;
   std::vector<OutputPlan> outs_;
   std::int64_t steps_ = 0;
-  bool backwards_ = false;
+  bool from_own_end_ = false, reversed_ = false;
   ScanScope scope_;
   std::uint32_t base_ = 0;
   std::vector<Var> args_;
