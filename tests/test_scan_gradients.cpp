@@ -140,6 +140,21 @@ TEST(ScanGradients, TruncateGradientEqualsDetachAtTheCut) {
   }
 }
 
+// The worked example of ops/scan/README.md: h_t = w h_{t-1}, h_0 = 1, w = 2, four steps.
+// Full BPTT: d h_4 / dw = 4 w^3 = 32. truncate_gradient = 2 differentiates only the last two
+// steps, h_4 = w (w h_2) with h_2 = 4 held fixed: h_3 + w h_2 = 8 + 8 = 16.
+TEST(ScanGradients, TruncationWorkedExampleOfTheGuide) {
+  for (auto [k, expected] : {std::pair{-1, 32.0}, std::pair{2, 16.0}, std::pair{1, 8.0}}) {
+    Tape tape;
+    Var w = tape.variable(full({}, 2.0, f64));
+    auto r = scan([](S a) { return a[0] * a[1]; },
+                  {.outputs_info = {tape.constant(full({}, 1.0, f64))}, .non_sequences = {w}, .n_steps = 4,
+                   .truncate_gradient = k, .keep = Keep::last});
+    EXPECT_DOUBLE_EQ(r[0].value().item(), 16.0);
+    EXPECT_DOUBLE_EQ(grad(r[0], w).value().item(), expected) << "truncate_gradient = " << k;
+  }
+}
+
 TEST(ScanGradients, TruncationAlsoAppliesToSharedVariablesWithBackward) {
   Elman m;
   auto run = [&](std::int64_t k) {
