@@ -82,6 +82,12 @@ Tensor Shared::unique_value_locked() {
   return s.value;
 }
 
+Tensor Shared::unique_grad_locked() {
+  auto& s = *state_;
+  if (s.grad.defined() && !s.grad.storage()->unique()) s.grad = s.grad.clone();
+  return s.grad;
+}
+
 Tensor Shared::grad() const {
   auto& s = state();
   std::lock_guard lock(s.mutex);

@@ -54,6 +54,16 @@ class Shared {
   void zero_grad();
   // Adds g to the gradient (thread-safe: tapes on several threads may accumulate at once).
   void accumulate_grad(const Tensor& g);
+  // Writes the gradient in place under the variable's lock (gradient clipping):
+  // write(buffer) gets a buffer nothing else holds (copied first if a tape or a caller of
+  // grad() still holds it). Does nothing when there is no gradient (has_grad() false).
+  // The version stays: it counts changes of the value, not of the gradient.
+  template <class Write>
+  void update_grad(Write&& write) {
+    auto lock = lock_for_update();
+    Tensor buffer = unique_grad_locked();
+    if (buffer.defined()) write(buffer);
+  }
 
   friend bool operator==(const Shared& a, const Shared& b) { return a.state_ == b.state_; }
   const void* identity() const { return state_.get(); }
@@ -62,6 +72,7 @@ class Shared {
   detail::SharedState& state() const;
   std::unique_lock<std::mutex> lock_for_update() const;
   Tensor unique_value_locked();  // with the lock held: a unique buffer, version bumped
+  Tensor unique_grad_locked();   // with the lock held: the gradient in a unique buffer, or undefined
   std::shared_ptr<detail::SharedState> state_;
 };
 

@@ -1,8 +1,11 @@
-// recur_lstm_memory full_tape|checkpoint_auto: one training step of the LSTM of
-// lstm_recur.hpp with the full tape or with Checkpoint::auto_sqrt(), then the process's
-// peak resident set and the tape's bytes held for backward (memory_main.hpp).
+// recur_lstm_memory full_tape|checkpoint_auto|layer_full_bptt: one training step of the
+// LSTM of lstm_recur.hpp with the full tape or with Checkpoint::auto_sqrt(), or of the RNN
+// suite's LSTM through the nn::LSTM layer at the memory shapes (rnn_recur.hpp, full
+// BPTT), then the process's peak resident set and the tape's bytes held for backward
+// (memory_main.hpp).
 #include "lstm_recur.hpp"
 #include "memory_main.hpp"
+#include "rnn_recur.hpp"
 
 namespace {
 
@@ -21,5 +24,11 @@ int main(int argc, char** argv) {
   bench::use_bench_threads();
   return bench::memory_main(argc, argv, "recur",
                             {mode("full_tape", recur::Checkpoint::none()),
-                             mode("checkpoint_auto", recur::Checkpoint::auto_sqrt())});
+                             mode("checkpoint_auto", recur::Checkpoint::auto_sqrt()),
+                             {"layer_full_bptt", []() -> std::optional<std::size_t> {
+                                const bench::RecurRnnStep model(bench::rnn::Cell::lstm, bench::rnn::kMemoryConfig);
+                                std::size_t held = 0;
+                                model.step(&held);
+                                return held;
+                              }}});
 }

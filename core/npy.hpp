@@ -12,6 +12,7 @@
 
 namespace recur {
 
+// Replaces the file atomically (a reader sees the old file or the new one, never a part).
 // Throws IOError when the file cannot be written, ValueError for an undefined tensor.
 void save_npy(const std::filesystem::path& path, const Tensor& t);
 Tensor load_npy(const std::filesystem::path& path);

@@ -3,10 +3,11 @@
 #include <recur/recur.hpp>
 
 #include <cmath>
-#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <string>
+
+#include "cli.hpp"
 
 namespace {
 
@@ -16,45 +17,6 @@ struct Options {
   double lr = 0.1;
   std::uint64_t seed = 7;
 };
-
-void usage() {
-  std::cout << "recur_demo: fits y = sin(3x) with a 1-32-1 tanh network trained by SGD.\n"
-               "  --steps N    training steps (default 2000)\n"
-               "  --hidden H   hidden units (default 32)\n"
-               "  --lr R       learning rate (default 0.1)\n"
-               "  --seed S     random seed (default 7)\n";
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "missing value after " << a << "\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage();
-      std::exit(0);
-    } else if (a == "--steps") {
-      o.steps = std::stoi(next());
-    } else if (a == "--hidden") {
-      o.hidden = std::stoi(next());
-    } else if (a == "--lr") {
-      o.lr = std::stod(next());
-    } else if (a == "--seed") {
-      o.seed = std::stoull(next());
-    } else {
-      std::cerr << "unknown argument " << a << "\n";
-      usage();
-      std::exit(2);
-    }
-  }
-  return o;
-}
 
 // p -= lr * grad(p), in place: an SGD step is a shared-variable update.
 void sgd_step(recur::Shared& p, double lr) {
@@ -69,7 +31,13 @@ void sgd_step(recur::Shared& p, double lr) {
 
 int main(int argc, char** argv) {
   using namespace recur;
-  const Options o = parse(argc, argv);
+  Options o;
+  examples::Cli cli("recur_demo", "fits y = sin(3x) with a 1-H-1 tanh network trained by SGD.");
+  cli.option("--steps", o.steps, "training steps");
+  cli.option("--hidden", o.hidden, "hidden units");
+  cli.option("--lr", o.lr, "learning rate");
+  cli.option("--seed", o.seed, "random seed");
+  cli.parse(argc, argv);
   Generator gen(o.seed);
 
   // 256 samples of x in [-1, 1] and y = sin(3x) + noise, made here: no download.

@@ -63,9 +63,12 @@ struct DivF {
 struct PowF {
   static constexpr std::string_view name = "pow";
   template <class T> static T apply(T x, T y) { return std::pow(x, y); }
-  // d(a^b)/da = b * a^(b-1)
+  // d(a^b)/da = b * a^(b-1); where b = 0 it is 0 (a^0 is constant), not 0 * 0^-1 = NaN at
+  // a = 0: the exponent reads 1 there instead.
   template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
-    return mul(g, mul(b, pow(a, sub(b, scalar_like(b, 1.0)))));
+    const Tensor& bv = value_of(b);
+    const V exponent = where(lift(g, equal(bv, scalar_like(bv, 0.0))), scalar_like(b, 1.0), sub(b, scalar_like(b, 1.0)));
+    return mul(g, mul(b, pow(a, exponent)));
   }
   // d(a^b)/db = a^b * log(a) for a > 0; at a = 0 it is 0 (a^b is 0 on that side), not
   // 0 * -inf: log reads 1 there instead.

@@ -1,17 +1,42 @@
 #!/usr/bin/env bash
 # One command for the benchmarks: configure and build them in Release (into build-bench or
-# the directory given as $1), run recur_bench and, when LibTorch was found, its peer
+# the directory given), run recur_bench and, when LibTorch was found, its peer
 # recur_bench_torch with the same thread settings, then the LSTM memory programs (one
 # process per configuration, so that each peak resident set is its own), and print the
 # comparison tables.
-#   scripts/bench.sh [build-dir] [extra Google Benchmark flags, e.g. --benchmark_filter=matmul]
+#   scripts/bench.sh [--rnn|--all] [build-dir] [extra Google Benchmark flags, e.g. --benchmark_filter=matmul]
+# Without an option: the recording-overhead, matmul, scan and LSTM-recomputation benchmarks.
+# --rnn: only the RNN suite (bench/rnn_suite.hpp: Elman RNN and LSTM, configurations S, M,
+# L and TBPTT, recur's layers against LibTorch's manual loop and torch::nn), the 2048^3
+# sgemm peak its L rows are measured against, and the memory programs of the nn::LSTM layer
+# and LibTorch's loops: about 3 minutes after the build on a quiet 2-core machine with the
+# default repetitions (three times that when other jobs take the cores). --all: both.
 # BENCH_REPETITIONS (default 5) sets the repetitions, run in random order; the table shows
 # the fastest repetition of each benchmark and the spread (see scripts/bench_table.py).
 # BENCH_MEMORY=0 skips the memory programs (about half a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+suite=default
+case "${1:-}" in
+  --rnn) suite=rnn; shift ;;
+  --all) suite=all; shift ;;
+esac
 build="${1:-build-bench}"
 shift || true
+# Which benchmarks (a filter given among the extra flags comes later and wins) and which
+# memory configurations: "program mode" pairs, the torch ones only when LibTorch was found.
+case "$suite" in
+  default) filter='-rnn/'
+           memory_runs=("recur_lstm_memory full_tape" "recur_lstm_memory checkpoint_auto"
+                        "recur_lstm_memory_torch full_tape") ;;
+  rnn) filter='^(rnn/|matmul/sgemm_peak)'
+       memory_runs=("recur_lstm_memory layer_full_bptt" "recur_lstm_memory_torch manual_loop"
+                    "recur_lstm_memory_torch nn_lstm") ;;
+  all) filter='.'
+       memory_runs=("recur_lstm_memory full_tape" "recur_lstm_memory checkpoint_auto"
+                    "recur_lstm_memory layer_full_bptt" "recur_lstm_memory_torch full_tape"
+                    "recur_lstm_memory_torch manual_loop" "recur_lstm_memory_torch nn_lstm") ;;
+esac
 
 generator=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
@@ -27,27 +52,32 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" "${memory_targets[@
 # Identical threading on both sides: OpenBLAS with 2 threads (the binaries also set it),
 # LibTorch's pool with 2, and OpenMP workers that sleep rather than spin when idle.
 export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
-flags=(--benchmark_repetitions="${BENCH_REPETITIONS:-5}" --benchmark_enable_random_interleaving=true
-       --benchmark_display_aggregates_only=true --benchmark_out_format=json "$@")
+flags=(--benchmark_filter="$filter" --benchmark_repetitions="${BENCH_REPETITIONS:-5}"
+       --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true
+       --benchmark_out_format=json "$@")
 out="$build/bench-results"
+tag=$([[ $suite == default ]] || echo "-$suite")  # results of each suite in files of their own
 mkdir -p "$out"
 jsons=()
 for t in "${targets[@]}"; do
   echo "== $t"
-  "$build/bench/$t" "${flags[@]}" --benchmark_out="$out/$t.json"
-  jsons+=("$out/$t.json")
+  "$build/bench/$t" "${flags[@]}" --benchmark_out="$out/$t$tag.json"
+  jsons+=("$out/$t$tag.json")
 done
 
 memory=()
 if [[ "${BENCH_MEMORY:-1}" != 0 ]]; then
   echo "== LSTM memory, one process per configuration"
-  : >"$out/lstm_memory.jsonl"
-  for mode in full_tape checkpoint_auto; do "$build/bench/recur_lstm_memory" "$mode" >>"$out/lstm_memory.jsonl"; done
-  if [[ " ${memory_targets[*]} " == *" recur_lstm_memory_torch "* ]]; then
-    "$build/bench/recur_lstm_memory_torch" full_tape >>"$out/lstm_memory.jsonl"
-  fi
-  cat "$out/lstm_memory.jsonl"
-  memory=(--memory "$out/lstm_memory.jsonl")
+  memory_out="$out/lstm_memory$tag.jsonl"
+  : >"$memory_out"
+  for run in "${memory_runs[@]}"; do
+    read -r program mode <<<"$run"
+    if [[ " ${memory_targets[*]} " == *" $program "* ]]; then
+      "$build/bench/$program" "$mode" >>"$memory_out"
+    fi
+  done
+  cat "$memory_out"
+  memory=(--memory "$memory_out")
 fi
 
 echo

@@ -17,6 +17,13 @@ TORCH_JSON (LibTorch absent) only the recur column is printed.
 MEMORY_JSONL holds one JSON object per line from the memory programs (bench/memory_main.hpp):
 one LSTM training step per process, its peak resident set (VmHWM) and, for recur, the bytes
 its tape held right before backward (Tape::bytes_held()).
+
+The RNN suite (rnn/<cell>/<config>/<variant>, bench/rnn_suite.hpp) gets a table of its own:
+ms per training step of recur's layer, LibTorch's manual loop and torch::nn, and the best
+LibTorch time over recur's. Both sides report the loss of the step ("loss"), computed from
+the same data and weights, as a check that they do the same work; and the flops of the
+step's matrix products ("matmul_flops"), which over the sgemm peak (matmul/sgemm_peak,
+the larger of the two processes' measurements) give the time bound of the L rows.
 """
 import json
 import statistics
@@ -31,6 +38,10 @@ MAX_MATMUL_VS_BARE = 1.10
 MAX_SCAN_VS_UNROLLED = 2.0
 MAX_CHECKPOINT_TIME = 1.5
 MAX_CHECKPOINT_BYTES = 0.15
+# The RNN suite's losses agree between the sides within this relative difference. Float32
+# sums over ~10^6 squared errors in another order differ by about 1e-3 (recur's float32
+# reductions accumulate in float32), a different computation by far more.
+MAX_LOSS_DIFFERENCE = 5e-3
 BARE = "matmul/sgemm_bare"
 MATMUL = "matmul/fwd_bwd"
 MATMUL_PAIRED = "matmul/paired_with_bare"
@@ -40,6 +51,14 @@ SCAN_PAIRED = "scan/paired_with_unrolled"
 FULL = "lstm/full_tape"
 CHECKPOINT = "lstm/checkpoint_auto"
 LSTM_PAIRED = "lstm/paired_checkpoint_with_full"
+PEAK = "matmul/sgemm_peak"
+RNN = "rnn/"
+RNN_CELLS = ("rnn", "lstm")
+RNN_CONFIGS = ("S", "M", "L", "TBPTT")
+RNN_SHAPES = {"S": "B=1 I=16 H=32 T=200", "M": "B=32 I=64 H=256 T=100", "L": "B=64 I=512 H=1024 T=50",
+              "TBPTT": "M, T=1000 in chunks of 50"}
+RNN_VARIANTS = ("recur", "manual", "nn")  # recur's layer; LibTorch's loop and torch::nn
+BOUND_CONFIGS = ("L",)  # the rows whose fraction of the sgemm bound is reported
 GROUPS = ("overhead/", "scan/", "lstm/", "matmul/")  # table order
 NOISY_CV = 0.10  # spread between repetitions above which the table warns
 MIB = 1 << 20
@@ -50,23 +69,31 @@ def base_name(run_name):
     return "/".join(p for p in run_name.split("/") if ":" not in p and p != "real_time")
 
 
+COUNTERS = ("flops", "matmul_flops", "loss")  # kept as the largest value over the repetitions
+
+
 def load(path):
     """({benchmark name: (fastest seconds per op, coefficient of variation or None)},
-    {paired benchmark name: median over the repetitions of its paired_ratio})."""
+    {paired benchmark name: median over the repetitions of its paired_ratio},
+    {benchmark name: {counter in COUNTERS: largest value over the repetitions}})."""
     with open(path) as f:
         runs = [r for r in json.load(f)["benchmarks"] if r["run_type"] == "iteration"]
-    reps, paired = {}, {}
+    reps, paired, counters = {}, {}, {}
     for r in runs:
         name = base_name(r["run_name"])
         if "per_op" in r:
             reps.setdefault(name, []).append(r["per_op"])
         if "paired_ratio" in r:
             paired.setdefault(name, []).append(r["paired_ratio"])
+        for c in COUNTERS:
+            if c in r:
+                kept = counters.setdefault(name, {})
+                kept[c] = max(kept.get(c, r[c]), r[c])
     result = {}
     for name, times in reps.items():
         cv = statistics.stdev(times) / statistics.mean(times) if len(times) > 1 else None
         result[name] = (min(times), cv)
-    return result, {name: statistics.median(v) for name, v in paired.items()}
+    return result, {name: statistics.median(v) for name, v in paired.items()}, counters
 
 
 def load_memory(path):
@@ -107,11 +134,14 @@ def group_order(name):
 
 
 def time_table(recur, torch):
+    names = sorted((n for n in recur if not n.startswith(RNN)), key=group_order)
+    if not names:
+        return
     header = ["benchmark", "recur"]
     if torch is not None:
         header += ["LibTorch", "LibTorch/recur"]
     rows = []
-    for name in sorted(recur, key=group_order):
+    for name in names:
         row = [name, cell(recur[name])]
         if torch is not None:
             row.append(cell(torch.get(name)))
@@ -120,6 +150,93 @@ def time_table(recur, torch):
     print_table(header, rows)
     print("(times per op; scan/: per step of the 1,000-step loop; lstm/: per training step. "
           "scan/tanh_step on LibTorch is its autograd loop, which is how LibTorch runs a recurrence)")
+    print()
+
+
+def rnn_name(cell, config, variant):
+    return f"{RNN}{cell}/{config}/{variant}"
+
+
+def fmt_ms(result):
+    if result is None:
+        return "-"
+    seconds, cv = result
+    return f"{1e3 * seconds:.3g}" + (f" ±{100 * cv:.0f}%" if cv is not None else "")
+
+
+def rnn_table(recur, recur_counters, torch, torch_counters, checks):
+    """ms per training step per cell and configuration, and the best LibTorch variant over
+    recur; the loss agreement goes to `checks`."""
+    torch, torch_counters = torch or {}, torch_counters or {}
+    rows = []
+    for cell in RNN_CELLS:
+        for config in RNN_CONFIGS:
+            names = {v: rnn_name(cell, config, v) for v in RNN_VARIANTS}
+            if names["recur"] not in recur:
+                continue
+            mine = recur[names["recur"]]
+            theirs = {v: torch[names[v]] for v in ("manual", "nn") if names[v] in torch}
+            ratio = "-"
+            if theirs:
+                best = min(theirs, key=lambda v: theirs[v][0])
+                ratio = f"{theirs[best][0] / mine[0]:.2f}x ({best})"
+            rows.append([cell, config, RNN_SHAPES[config], fmt_ms(mine), fmt_ms(theirs.get("manual")),
+                         fmt_ms(theirs.get("nn")), ratio])
+            loss = recur_counters.get(names["recur"], {}).get("loss")
+            for v in theirs:
+                other = torch_counters.get(names[v], {}).get("loss")
+                if loss is not None and other is not None:
+                    diff = abs(loss - other) / abs(other)
+                    checks.append((f"rnn {cell} {config}: recur's loss {loss:.6g} matches LibTorch {v}'s "
+                                   f"{other:.6g} (relative difference {diff:.1e} <= {MAX_LOSS_DIFFERENCE:g})",
+                                   diff <= MAX_LOSS_DIFFERENCE))
+    if not rows:
+        return
+    print("RNN suite: ms per training step (forward over T steps, MSE of all outputs against a fixed target, "
+          "backward to all weights; float32, 2 threads)")
+    print_table(["cell", "config", "shapes", "recur layer", "LibTorch manual", "LibTorch nn", "best LibTorch / recur"],
+                rows)
+    print("(> 1x: recur is faster. TBPTT: the whole 1,000-step sequence, a backward per chunk, "
+          "the state detached between chunks)")
+    print()
+
+
+def sgemm_peak(recur_counters, torch_counters):
+    """The larger of the two processes' sgemm peaks (flop/s), or None."""
+    peaks = [c[PEAK]["flops"] for c in (recur_counters, torch_counters or {}) if "flops" in c.get(PEAK, {})]
+    return max(peaks) if peaks else None
+
+
+def bound_table(recur, recur_counters, torch, torch_counters):
+    """For BOUND_CONFIGS: the step's matmul flops over the sgemm peak (the time bound) and
+    each variant's fraction of it (bound / measured time)."""
+    peak = sgemm_peak(recur_counters, torch_counters)
+    if peak is None:
+        return
+    sides = [("recur", recur, recur_counters), ("manual", torch or {}, torch_counters or {}),
+             ("nn", torch or {}, torch_counters or {})]
+    rows = []
+    for cell in RNN_CELLS:
+        for config in BOUND_CONFIGS:
+            flops = next((c[rnn_name(cell, config, v)]["matmul_flops"] for v, _, c in sides
+                          if "matmul_flops" in c.get(rnn_name(cell, config, v), {})), None)
+            if flops is None:
+                continue
+            bound = flops / peak
+            row = [cell, config, f"{flops / 1e9:.1f}", f"{1e3 * bound:.0f}"]
+            for v, times, _ in sides:
+                t = times.get(rnn_name(cell, config, v))
+                row.append("-" if t is None else f"{1e3 * t[0]:.0f} ms: {100 * bound / t[0]:.0f}%")
+            rows.append(row)
+    if not rows:
+        return
+    peaks = ", ".join(f"{side} process {c[PEAK]['flops'] / 1e9:.0f}" for side, c in
+                      (("recur", recur_counters), ("LibTorch", torch_counters or {})) if "flops" in c.get(PEAK, {}))
+    print(f"sgemm peak, 2048^3 on 2 threads (GFLOP/s): {peaks}; the bound uses {peak / 1e9:.0f}")
+    print_table(["cell", "config", "matmul GFLOP/step", "bound (ms)", "recur: time, bound/time",
+                 "LibTorch manual", "LibTorch nn"], rows)
+    print("(matmul flops: x W_ih^T and h W_hh^T forward, dW_ih, dW_hh and dh backward)")
+    print()
 
 
 def memory_table(memory):
@@ -130,6 +247,22 @@ def memory_table(memory):
                      fmt_mib(peak - before)])
     print_table(["one LSTM training step, own process", "tape bytes held for backward", "peak RSS (VmHWM)",
                  "RSS before the step", "peak - before"], rows)
+
+
+def rnn_memory_lines(memory):
+    """recur's nn::LSTM layer (full BPTT) against LibTorch's loop and torch::nn::LSTM on the
+    same LSTM step: peak resident set, and its growth over the resident set before the step."""
+    layer = memory.get(("recur", "layer_full_bptt"))
+    if not layer:
+        return
+    for mode, what in (("manual_loop", "manual loop"), ("nn_lstm", "torch::nn::LSTM")):
+        other = memory.get(("libtorch", mode))
+        if other:
+            grow, other_grow = (r["peak_rss_bytes"] - r["rss_before_bytes"] for r in (layer, other))
+            print(f"LSTM B=16 I=64 H=256 T=2000, recur nn::LSTM full BPTT vs LibTorch {what}: peak RSS "
+                  f"{fmt_mib(layer['peak_rss_bytes'])} vs {fmt_mib(other['peak_rss_bytes'])} "
+                  f"({layer['peak_rss_bytes'] / other['peak_rss_bytes']:.2f}x); peak - before "
+                  f"{fmt_mib(grow)} vs {fmt_mib(other_grow)} ({grow / other_grow:.2f}x)")
 
 
 def matmul_lines(recur, paired, torch, torch_paired, checks):
@@ -200,16 +333,18 @@ def main(argv):
         del args[i:i + 2]
     if len(args) not in (1, 2):
         sys.exit(__doc__)
-    recur, paired = load(args[0])
-    torch, torch_paired = load(args[1]) if len(args) == 2 else (None, {})
+    recur, paired, recur_counters = load(args[0])
+    torch, torch_paired, torch_counters = load(args[1]) if len(args) == 2 else (None, {}, {})
     memory = load_memory(memory_path) if memory_path else {}
 
-    time_table(recur, torch)
-    if memory:
-        print()
-        memory_table(memory)
-    print()
     checks = []
+    time_table(recur, torch)
+    rnn_table(recur, recur_counters, torch, torch_counters, checks)
+    bound_table(recur, recur_counters, torch, torch_counters)
+    if memory:
+        memory_table(memory)
+        rnn_memory_lines(memory)
+        print()
     for name, (t, _) in sorted(recur.items()):
         if name.startswith("overhead/"):
             checks.append((f"recur {name}: {fmt_time(t)} per op <= 1 us", t <= MAX_ELEMENTWISE_SECONDS))

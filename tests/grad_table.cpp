@@ -37,7 +37,8 @@ std::function<std::vector<Shape>(Rng&)> fixed(std::vector<Shape> shapes) {
 const std::vector<GradCase>& grad_table() {
   static const std::vector<GradCase> table = [] {
     std::vector<GradCase> all;
-    for (auto family : {elementwise_cases, linalg_cases, shape_cases, reduction_cases, indexing_cases, loss_cases})
+    for (auto family : {elementwise_cases, linalg_cases, shape_cases, reduction_cases, indexing_cases, loss_cases,
+                        recurrent_cases})
       for (auto& c : family()) all.push_back(std::move(c));
     return all;
   }();

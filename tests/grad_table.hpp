@@ -51,5 +51,6 @@ std::vector<GradCase> shape_cases();
 std::vector<GradCase> reduction_cases();
 std::vector<GradCase> indexing_cases();
 std::vector<GradCase> loss_cases();
+std::vector<GradCase> recurrent_cases();
 
 }  // namespace recur::testing

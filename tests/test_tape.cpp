@@ -201,6 +201,14 @@ TEST(Tape, UpdateInPlaceLeavesTheValueATapeReadAlone) {
   EXPECT_EQ(to_vector<double>(w.value()), (std::vector<double>{7.0, 2.0}));
 }
 
+TEST(Tape, PowGradientInTheBaseIsZeroForAnExponentOfZero) {
+  Tape tape;
+  Var a = tape.variable(tensor({0.0, 3.0}, DType::float64));
+  Var b = tape.constant(tensor({0.0, 0.0}, DType::float64));
+  tape.backward(sum(pow(a, b)));
+  EXPECT_EQ(to_vector<double>(a.grad()), (std::vector<double>{0.0, 0.0}));
+}
+
 TEST(Tape, PowGradientInTheExponentIsZeroAtABaseOfZero) {
   Tape tape;
   Var a = tape.variable(tensor({0.0, 2.0}, DType::float64));

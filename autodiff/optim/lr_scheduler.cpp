@@ -1,0 +1,54 @@
+#include <recur/autodiff/optim/lr_scheduler.hpp>
+
+#include <cmath>
+#include <numbers>
+
+#include <recur/core/creation.hpp>
+
+namespace recur::optim {
+
+LRScheduler::LRScheduler(Optimizer& optimizer)
+    : optimizer_(&optimizer),
+      base_lr_(scalar(optimizer.lr(), DType::float64), "base_lr"),
+      last_epoch_(scalar(0, DType::int64), "last_epoch") {}
+
+void LRScheduler::step() {
+  const std::int64_t epoch = last_epoch() + 1;
+  optimizer_->set_lr(lr_at(epoch));  // first: a rejected lr leaves the epoch count as it was
+  last_epoch_.assign(scalar(static_cast<double>(epoch), DType::int64));
+}
+
+std::int64_t LRScheduler::last_epoch() const { return last_epoch_.value().item<std::int64_t>(); }
+double LRScheduler::base_lr() const { return base_lr_.value().item<double>(); }
+NamedShared LRScheduler::named_state() const { return {{"base_lr", base_lr_}, {"last_epoch", last_epoch_}}; }
+
+StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+  check_argument("StepLR", "step_size", step_size >= 1, ">= 1", static_cast<double>(step_size));
+  check_argument("StepLR", "gamma", gamma >= 0, ">= 0", gamma);
+}
+
+double StepLR::lr_at(std::int64_t epoch) const {
+  return base_lr() * std::pow(gamma_, static_cast<double>(epoch / step_size_));
+}
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  check_argument("ExponentialLR", "gamma", gamma >= 0, ">= 0", gamma);
+}
+
+double ExponentialLR::lr_at(std::int64_t epoch) const {
+  return base_lr() * std::pow(gamma_, static_cast<double>(epoch));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t t_max, double eta_min)
+    : LRScheduler(optimizer), t_max_(t_max), eta_min_(eta_min) {
+  check_argument("CosineAnnealingLR", "t_max", t_max >= 1, ">= 1", static_cast<double>(t_max));
+  check_argument("CosineAnnealingLR", "eta_min", eta_min >= 0, ">= 0", eta_min);
+}
+
+double CosineAnnealingLR::lr_at(std::int64_t epoch) const {
+  const double phase = std::numbers::pi * static_cast<double>(epoch) / static_cast<double>(t_max_);
+  return eta_min_ + (base_lr() - eta_min_) * (1 + std::cos(phase)) / 2;
+}
+
+}  // namespace recur::optim

@@ -1,0 +1,41 @@
+#include <recur/autodiff/optim/rmsprop.hpp>
+
+#include <cmath>
+
+namespace recur::optim {
+
+RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
+    : Optimizer("RMSprop", std::move(parameters), options.lr,
+                {{"square_avg"}, {"momentum_buffer", options.momentum > 0}, {"grad_avg", options.centered}}),
+      options_(options) {
+  check_argument("RMSprop", "alpha", options.alpha >= 0, ">= 0", options.alpha);
+  check_argument("RMSprop", "eps", options.eps >= 0, ">= 0", options.eps);
+  check_argument("RMSprop", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
+  check_argument("RMSprop", "momentum", options.momentum >= 0, ">= 0", options.momentum);
+}
+
+void RMSprop::update(Slot& slot, const Tensor& grad, std::int64_t, double lr) {
+  const RMSpropOptions o = options_;
+  detail::with_flags([&](auto decay, auto momentum, auto centered) {
+    update_elements(slot, grad, [=](auto& p, auto g, auto& square_avg, auto& momentum_buffer, auto& grad_avg) {
+      using T = std::remove_cvref_t<decltype(p)>;
+      if constexpr (decay) g += T(o.weight_decay) * p;
+      square_avg = T(o.alpha) * square_avg + T(1 - o.alpha) * g * g;
+      T avg;
+      if constexpr (centered) {
+        grad_avg = T(o.alpha) * grad_avg + T(1 - o.alpha) * g;
+        avg = std::sqrt(square_avg - grad_avg * grad_avg) + T(o.eps);
+      } else {
+        avg = std::sqrt(square_avg) + T(o.eps);
+      }
+      if constexpr (momentum) {
+        momentum_buffer = T(o.momentum) * momentum_buffer + g / avg;
+        p -= T(lr) * momentum_buffer;
+      } else {
+        p += T(-lr) * g / avg;
+      }
+    }, slot.buffers[0], unused_unless<momentum>(slot.buffers[1]), unused_unless<centered>(slot.buffers[2]));
+  }, o.weight_decay != 0, o.momentum > 0, o.centered);
+}
+
+}  // namespace recur::optim

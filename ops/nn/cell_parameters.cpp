@@ -1,0 +1,37 @@
+#include <recur/ops/nn/cell_parameters.hpp>
+
+#include <cmath>
+
+#include <recur/ops/nn/init.hpp>
+
+namespace recur::nn {
+
+CellWeights CellParameters::read(Tape& tape) const {
+  auto on_tape = [&](const Shared& s) { return s.defined() ? tape.read(s) : Var(); };
+  return {on_tape(w_ih), on_tape(w_hh), on_tape(b_ih), on_tape(b_hh)};
+}
+
+CellParameters RecurrentModule::add_cell_parameters(const std::string& suffix, std::int64_t gates,
+                                                    std::int64_t input_size, std::int64_t hidden_size, bool bias,
+                                                    Generator& gen, DType dtype) {
+  const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  auto draw = [&](const Shape& shape) { return init::uniform(shape, gen, -k, k, dtype); };
+  CellParameters p;
+  p.w_ih = register_parameter("weight_ih" + suffix, draw({gates * hidden_size, input_size}));
+  p.w_hh = register_parameter("weight_hh" + suffix, draw({gates * hidden_size, hidden_size}));
+  if (bias) {
+    p.b_ih = register_parameter("bias_ih" + suffix, draw({gates * hidden_size}));
+    p.b_hh = register_parameter("bias_hh" + suffix, draw({gates * hidden_size}));
+  }
+  return p;
+}
+
+void check_recurrent_sizes(std::string_view module, std::int64_t input_size, std::int64_t hidden_size,
+                           std::int64_t num_layers, DType dtype) {
+  if (input_size < 1 || hidden_size < 1 || num_layers < 1)
+    fail<ValueError>(module, "input_size (", input_size, "), hidden_size (", hidden_size, ") and num_layers (",
+                     num_layers, ") must be at least 1");
+  if (!is_floating(dtype)) fail<ValueError>(module, "dtype must be float32 or float64, got ", dtype);
+}
+
+}  // namespace recur::nn

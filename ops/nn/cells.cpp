@@ -1,0 +1,77 @@
+#include <recur/ops/nn/cells.hpp>
+
+#include <string_view>
+
+#include <recur/autodiff/record.hpp>
+#include <recur/ops/arithmetic.hpp>
+#include <recur/ops/indexing.hpp>
+#include <recur/ops/linalg.hpp>
+
+namespace recur::nn {
+namespace {
+
+std::string shape_of(const Var& v) { return v.defined() ? to_string(v.shape()) : "(none)"; }
+
+// The arguments of a cell with `gates` gates: x [B, I], h (and c) [B, H], the weights and
+// biases in PyTorch's layout. Everything is checked before anything is recorded.
+void check_cell(std::string_view op, std::int64_t gates, const Var& x, const Var& h, const Var* c,
+                const CellWeights& w) {
+  if (!x.defined() || !h.defined() || !w.w_ih.defined() || !w.w_hh.defined() || (c && !c->defined()))
+    fail<ValueError>(op, "x, h", c ? ", c" : "", ", w_ih and w_hh must be defined Vars");
+  const std::int64_t hidden = h.rank() == 2 ? h.size(1) : -1;
+  const Shape wih{gates * hidden, x.rank() == 2 ? x.size(1) : -1}, whh{gates * hidden, hidden}, bias{gates * hidden};
+  auto bad_bias = [&](const Var& b) { return b.defined() && b.shape() != bias; };
+  if (x.rank() != 2 || h.rank() != 2 || h.size(0) != x.size(0) || (c && c->shape() != h.shape()) ||
+      w.w_ih.shape() != wih || w.w_hh.shape() != whh || bad_bias(w.b_ih) || bad_bias(w.b_hh))
+    fail<ShapeError>(op, "arguments do not fit: 'x' ", shape_of(x), ", 'h' ", shape_of(h),
+                     c ? ", 'c' " + shape_of(*c) : std::string(), ", 'w_ih' ", shape_of(w.w_ih), ", 'w_hh' ",
+                     shape_of(w.w_hh), ", 'b_ih' ", shape_of(w.b_ih), ", 'b_hh' ", shape_of(w.b_hh),
+                     "; expected x [B, I], h", c ? " and c" : "", " [B, H], w_ih [", gates, "*H, I], w_hh [", gates,
+                     "*H, H], biases [", gates, "*H]");
+  for (const Var* v : {&h, c, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh})
+    if (v && v->defined() && v->dtype() != x.dtype())
+      fail<DTypeError>(op, "all arguments must have the dtype of 'x' (", x.dtype(), "), got ", v->dtype(),
+                       " for one of shape ", to_string(v->shape()));
+}
+
+}  // namespace
+
+Var project(const Var& x, const Var& w, const Var& b) {
+  return transactional(x, [&] {
+    Var p = matmul_t(x, w, false, true);
+    return b.defined() ? p + b : p;
+  });
+}
+
+Var rnn_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, Nonlinearity act) {
+  return transactional(xproj, [&] { return rnn_pointwise(xproj, project(h, w_hh, b_hh), act); });
+}
+
+LstmState lstm_step(const Var& xproj, const Var& h, const Var& c, const Var& w_hh, const Var& b_hh) {
+  return transactional(xproj, [&] {
+    const std::int64_t n = c.size(1);
+    const Var out = lstm_pointwise(xproj + project(h, w_hh, b_hh), c);
+    return LstmState{slice(out, 1, 0, n), slice(out, 1, n, 2 * n)};
+  });
+}
+
+Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh) {
+  return transactional(xproj, [&] { return gru_pointwise(xproj, project(h, w_hh, b_hh), h); });
+}
+
+Var rnn_cell(const Var& x, const Var& h, const CellWeights& w, Nonlinearity act) {
+  check_cell("rnn_cell", 1, x, h, nullptr, w);
+  return transactional(x, [&] { return rnn_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh, act); });
+}
+
+LstmState lstm_cell(const Var& x, const Var& h, const Var& c, const CellWeights& w) {
+  check_cell("lstm_cell", 4, x, h, &c, w);
+  return transactional(x, [&] { return lstm_step(project(x, w.w_ih, w.b_ih), h, c, w.w_hh, w.b_hh); });
+}
+
+Var gru_cell(const Var& x, const Var& h, const CellWeights& w) {
+  check_cell("gru_cell", 3, x, h, nullptr, w);
+  return transactional(x, [&] { return gru_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh); });
+}
+
+}  // namespace recur::nn

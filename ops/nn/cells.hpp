@@ -1,0 +1,35 @@
+#pragma once
+// One step of an Elman RNN, an LSTM and a GRU as functions of Vars, with PyTorch's
+// weight layout and equations (torch.nn.RNNCell, LSTMCell, GRUCell):
+//   w_ih [G*H, I], w_hh [G*H, H], b_ih and b_hh [G*H] (undefined Vars: no bias),
+//   x [B, I], h and c [B, H]; G = 1, 4 (i, f, g, o) or 3 (r, z, n).
+// Each is two matrix products and the fused elementwise op of ops/nn/pointwise.hpp.
+// The *_step forms take x's projection already made (the sequence layers make it once
+// for all steps) and are what the layers' scan runs.
+#include <recur/autodiff/var.hpp>
+#include <recur/ops/nn/pointwise.hpp>
+
+namespace recur::nn {
+
+struct CellWeights {
+  Var w_ih, w_hh, b_ih, b_hh;
+};
+
+struct LstmState {
+  Var h, c;
+};
+
+Var rnn_cell(const Var& x, const Var& h, const CellWeights& w, Nonlinearity act = Nonlinearity::tanh);
+LstmState lstm_cell(const Var& x, const Var& h, const Var& c, const CellWeights& w);
+Var gru_cell(const Var& x, const Var& h, const CellWeights& w);
+
+// x W^T (+ b): the projection of inputs [N, I] by a weight [G*H, I] and bias [G*H].
+Var project(const Var& x, const Var& w, const Var& b = Var());
+
+// One step from xproj = x W_ih^T + b_ih [B, G*H]; b_hh may be undefined (for RNN and LSTM
+// a caller can fold it into xproj; GRU needs it apart, inside the reset gate's product).
+Var rnn_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, Nonlinearity act);
+LstmState lstm_step(const Var& xproj, const Var& h, const Var& c, const Var& w_hh, const Var& b_hh);
+Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh);
+
+}  // namespace recur::nn

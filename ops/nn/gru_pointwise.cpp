@@ -1,0 +1,101 @@
+// The GRU step's elementwise part as one op (PyTorch's equations: the reset gate scales
+// h W_hn^T + b_hn, not h). Plain backward recomputes the activations from the inputs, so
+// the op stays a pure function of them (see lstm_pointwise.cpp).
+#include <vector>
+
+#include <recur/ops/arithmetic.hpp>
+#include <recur/ops/define.hpp>
+#include <recur/ops/join.hpp>
+#include <recur/ops/nn/pointwise.hpp>
+#include <recur/ops/nn/pointwise_detail.hpp>
+#include <recur/ops/unary.hpp>
+
+namespace recur::nn {
+namespace {
+
+// r, z and n = tanh(x_n + r h_n) for one row (act = [r, z, n], each n long).
+template <class T>
+void gru_activations(const T* x, const T* h, T* act, std::int64_t n) {
+  detail::sigmoid_row(x, h, act, 2 * n);
+  T *r = act, *cand = act + 2 * n;
+  for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + r[j] * h[2 * n + j];
+  detail::tanh_row(cand, cand, n);
+}
+
+struct GruPointwise {
+  static constexpr std::string_view name = "gru_pointwise";
+
+  Tensor forward(const Tensor& xproj, const Tensor& hproj, const Tensor& h) const {
+    detail::check_step_argument(name, xproj, "xproj", 3, h, "h");
+    detail::check_step_argument(name, hproj, "hproj", 3, h, "h");
+    const std::int64_t batch = h.size(0), n = h.size(1);
+    Tensor out = Tensor::empty(h.shape(), h.dtype());
+    dispatch_floating(name, h.dtype(), [&]<class T>() {
+      const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>();
+      T* po = out.data<T>();
+      std::vector<T> act(static_cast<std::size_t>(3 * n));
+      const T *z = act.data() + n, *cand = act.data() + 2 * n;
+      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, po += n) {
+        gru_activations(px, ph, act.data(), n);
+        for (std::int64_t j = 0; j < n; ++j) po[j] = cand[j] + z[j] * (pv[j] - cand[j]);
+      }
+    });
+    return out;
+  }
+
+  // dn = g (1 - z), dz = g (h - n), dh = g z; through n's pre-activation a_n = x_n + r h_n
+  // to x_n, h_n (times r) and r; the reset and update pre-activations feed x and h alike.
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    if constexpr (std::is_same_v<V, Tensor>) {
+      return fused(a.grad, a.inputs[0], a.inputs[1], a.inputs[2]);
+    } else {
+      const V& g = a.grad;
+      const V& h = a.inputs[2];
+      const std::vector<V> x = split(a.inputs[0], 1, 3), hp = split(a.inputs[1], 1, 3);
+      const V r = sigmoid(x[0] + hp[0]), z = sigmoid(x[1] + hp[1]), cand = tanh(x[2] + r * hp[2]);
+      const V dn = g * (1.0 - z) * (1.0 - cand * cand);
+      const V dr = dn * hp[2] * r * (1.0 - r), dz = g * (h - cand) * z * (1.0 - z);
+      return {concat({dr, dz, dn}, 1), concat({dr, dz, dn * r}, 1), g * z};
+    }
+  }
+
+  static Grads<Tensor> fused(const Tensor& grad, const Tensor& xproj, const Tensor& hproj, const Tensor& h) {
+    const std::int64_t batch = h.size(0), n = h.size(1);
+    Tensor dx = Tensor::empty(xproj.shape(), xproj.dtype()), dhp = Tensor::empty(hproj.shape(), hproj.dtype());
+    Tensor dh = Tensor::empty(h.shape(), h.dtype());
+    dispatch_floating(name, h.dtype(), [&]<class T>() {
+      const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>(), *pg = grad.data<T>();
+      T *qx = dx.data<T>(), *qh = dhp.data<T>(), *qv = dh.data<T>();
+      std::vector<T> act(static_cast<std::size_t>(3 * n));
+      const T *r = act.data(), *z = r + n, *cand = z + n;
+      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, pg += n, qx += 3 * n, qh += 3 * n, qv += n) {
+        gru_activations(px, ph, act.data(), n);
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T g = pg[j];
+          const T dn = g * (T(1) - z[j]) * (T(1) - cand[j] * cand[j]);
+          const T dr = dn * ph[2 * n + j] * r[j] * (T(1) - r[j]), dz = g * (pv[j] - cand[j]) * z[j] * (T(1) - z[j]);
+          qx[j] = dr;
+          qh[j] = dr;
+          qx[n + j] = dz;
+          qh[n + j] = dz;
+          qx[2 * n + j] = dn;
+          qh[2 * n + j] = dn * r[j];
+          qv[j] = g * z[j];
+        }
+      }
+    });
+    return {dx, dhp, dh};
+  }
+};
+
+}  // namespace
+
+Tensor gru_pointwise(const Tensor& xproj, const Tensor& hproj, const Tensor& h) {
+  return GruPointwise{}.forward(xproj, hproj, h);
+}
+Var gru_pointwise(const Var& xproj, const Var& hproj, const Var& h) {
+  return record(GruPointwise{}, xproj, hproj, h);
+}
+
+}  // namespace recur::nn

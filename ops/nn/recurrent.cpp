@@ -1,0 +1,112 @@
+#include <recur/ops/nn/recurrent.hpp>
+
+#include <string>
+
+#include <recur/autodiff/record.hpp>
+#include <recur/core/creation.hpp>
+#include <recur/ops/indexing.hpp>
+#include <recur/ops/join.hpp>
+#include <recur/ops/nn/direction.hpp>
+#include <recur/ops/shape.hpp>
+
+namespace recur::nn {
+namespace {
+
+std::int64_t gate_count(CellKind kind) { return kind == CellKind::lstm ? 4 : (kind == CellKind::gru ? 3 : 1); }
+
+// PyTorch's parameter suffix: _l{layer}, and _reverse for the second direction.
+std::string suffix(std::int64_t layer, std::int64_t direction) {
+  return "_l" + std::to_string(layer) + (direction == 1 ? "_reverse" : "");
+}
+
+}  // namespace
+
+RecurrentLayer::RecurrentLayer(std::string_view name, CellKind kind, const RecurrentOptions& options, Generator& gen)
+    : name_(name), kind_(kind), options_(options) {
+  check_recurrent_sizes(name, options.input_size, options.hidden_size, options.num_layers, options.dtype);
+  const std::int64_t hidden = options.hidden_size;
+  for (std::int64_t layer = 0; layer < options.num_layers; ++layer)
+    for (std::int64_t d = 0; d < num_directions(); ++d) {
+      const std::int64_t input = layer == 0 ? options.input_size : num_directions() * hidden;
+      weights_.push_back(
+          add_cell_parameters(suffix(layer, d), gate_count(kind), input, hidden, options.bias, gen, options.dtype));
+    }
+}
+
+const CellParameters& RecurrentLayer::weights(std::int64_t layer, std::int64_t direction) const {
+  if (layer < 0 || layer >= options_.num_layers || direction < 0 || direction >= num_directions())
+    fail<IndexError>(name_, "no layer ", layer, " direction ", direction, " (", options_.num_layers, " layers, ",
+                     num_directions(), " directions)");
+  return weights_[static_cast<std::size_t>(layer * num_directions() + direction)];
+}
+
+void RecurrentLayer::check(const Var& input, const Var& h0, const Var& c0) const {
+  if (!input.defined()) fail<ValueError>(name_, "argument 'input' is an undefined Var");
+  const Shape& s = input.shape();
+  const std::string layout = options_.batch_first ? "[B, T, " : "[T, B, ";
+  if (s.size() != 3 || s[2] != options_.input_size)
+    fail<ShapeError>(name_, "argument 'input' must have shape ", layout, options_.input_size, "] (input_size ",
+                     options_.input_size, "), got ", to_string(s));
+  const std::int64_t steps = s[options_.batch_first ? 1 : 0], batch = s[options_.batch_first ? 0 : 1];
+  if (steps == 0) fail<ShapeError>(name_, "argument 'input' of shape ", to_string(s), " has no time steps");
+  if (input.dtype() != options_.dtype)
+    fail<DTypeError>(name_, "argument 'input' of shape ", to_string(s), " is ", input.dtype(), " but the layer is ",
+                     options_.dtype);
+  const Shape state{options_.num_layers * num_directions(), batch, options_.hidden_size};
+  auto check_state = [&](const Var& v, std::string_view arg) {
+    if (!v.defined()) return;
+    if (v.shape() != state)
+      fail<ShapeError>(name_, "argument '", arg, "' must have shape ", to_string(state),
+                       " ([num_layers * num_directions, B, hidden_size] for 'input' of shape ", to_string(s),
+                       "), got ", to_string(v.shape()));
+    if (v.dtype() != options_.dtype)
+      fail<DTypeError>(name_, "argument '", arg, "' of shape ", to_string(v.shape()), " is ", v.dtype(),
+                       " but the layer is ", options_.dtype);
+  };
+  check_state(h0, "h0");
+  check_state(c0, "c0");
+}
+
+RecurrentOutput RecurrentLayer::run(const Var& input, const Var& h0, const Var& c0) const {
+  check(input, h0, c0);
+  Tape& tape = input.tape();
+  return transactional(tape, [&] {
+    const Var x0 = options_.batch_first ? transpose(input, 0, 1) : input;
+    const Shape state{options_.num_layers * num_directions(), x0.size(1), options_.hidden_size};
+    auto or_zeros = [&](const Var& v) { return v.defined() ? v : tape.constant(zeros(state, options_.dtype)); };
+    const Var h_init = or_zeros(h0), c_init = kind_ == CellKind::lstm ? or_zeros(c0) : Var();
+    std::vector<Var> h_n, c_n;
+    Var x = x0;
+    for (std::int64_t layer = 0; layer < options_.num_layers; ++layer) {
+      std::vector<Var> outputs;
+      for (std::int64_t d = 0; d < num_directions(); ++d) {
+        const std::int64_t k = layer * num_directions() + d;
+        const Var c_k = c_init.defined() ? index(c_init, 0, k) : Var();
+        const detail::DirectionOutput r = detail::run_direction(kind_, options_, x, weights(layer, d).read(tape),
+                                                                index(h_init, 0, k), c_k, d == 1);
+        outputs.push_back(r.outputs);
+        h_n.push_back(r.h_n);
+        if (r.c_n.defined()) c_n.push_back(r.c_n);
+      }
+      x = outputs.size() == 1 ? outputs[0] : concat(outputs, 2);
+    }
+    RecurrentOutput out;
+    out.output = options_.batch_first ? transpose(x, 0, 1) : x;
+    out.h_n = stack(h_n, 0);
+    if (!c_n.empty()) out.c_n = stack(c_n, 0);
+    return out;
+  });
+}
+
+RNN::RNN(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("RNN", CellKind::rnn, options, gen) {}
+RecurrentOutput RNN::operator()(const Var& input, const Var& h0) const { return run(input, h0, Var()); }
+
+LSTM::LSTM(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("LSTM", CellKind::lstm, options, gen) {}
+RecurrentOutput LSTM::operator()(const Var& input, const Var& h0, const Var& c0) const {
+  return run(input, h0, c0);
+}
+
+GRU::GRU(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("GRU", CellKind::gru, options, gen) {}
+RecurrentOutput GRU::operator()(const Var& input, const Var& h0) const { return run(input, h0, Var()); }
+
+}  // namespace recur::nn

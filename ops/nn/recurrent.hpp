@@ -1,0 +1,88 @@
+#pragma once
+// Sequence layers RNN, LSTM and GRU: the cell runs through scan, with several layers,
+// both directions and batch-first or time-first inputs. Weight layout, names and gate
+// order are PyTorch's (torch.nn.RNN/LSTM/GRU), so weights move between the two:
+//   weight_ih_l{k}[_reverse]  [G*H, I_k]   weight_hh_l{k}[_reverse]  [G*H, H]
+//   bias_ih_l{k}[_reverse]    [G*H]        bias_hh_l{k}[_reverse]    [G*H]
+// with G = 1 (RNN), 4 (LSTM: input, forget, cell, output) or 3 (GRU: reset, update, new),
+// I_0 = input_size and I_k = D*H above (D = 2 when bidirectional).
+//
+// Each layer and direction is one scan over time. The input projection x W_ih^T + b_ih
+// (+ b_hh where the cell allows) is one matrix product over all steps, made before the
+// scan; a step is then h W_hh^T and one fused elementwise op (ops/nn/pointwise.hpp). The
+// reverse direction runs the scan with go_backwards and puts its outputs back in time
+// order, so output[t] holds both directions' states after reading input[t].
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <recur/autodiff/var.hpp>
+#include <recur/core/random.hpp>
+#include <recur/ops/nn/cell_parameters.hpp>
+#include <recur/ops/scan/types.hpp>
+
+namespace recur::nn {
+
+struct RecurrentOptions {
+  std::int64_t input_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 1;
+  bool bias = true;
+  bool batch_first = false;       // input and output [B, T, *] instead of [T, B, *]
+  bool bidirectional = false;
+  Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
+  DType dtype = DType::float32;
+  Checkpoint checkpoint{};        // scan's recomputation, per layer and direction
+  std::int64_t truncate_gradient = -1;  // scan's truncate_gradient
+};
+
+struct RecurrentOutput {
+  Var output;  // [T, B, D*H] (batch_first: [B, T, D*H]): the last layer at every step
+  Var h_n;     // [D*num_layers, B, H]: final hidden state of each layer and direction
+  Var c_n;     // LSTM only: final cell state, same layout
+};
+
+enum class CellKind { rnn, lstm, gru };
+
+// What RNN, LSTM and GRU share: the parameters of every layer and direction, the checks
+// of the arguments, and the loop over layers and directions.
+class RecurrentLayer : public RecurrentModule {
+ public:
+  const RecurrentOptions& options() const { return options_; }
+  // The parameters of layer `layer`, direction 0 (forward) or 1 (reverse).
+  const CellParameters& weights(std::int64_t layer, std::int64_t direction = 0) const;
+  std::int64_t num_directions() const { return options_.bidirectional ? 2 : 1; }
+
+ protected:
+  RecurrentLayer(std::string_view name, CellKind kind, const RecurrentOptions& options, Generator& gen);
+  // Shapes: see RecurrentOutput. h0 and c0 (LSTM only) may be undefined: zeros then.
+  // ShapeError / DTypeError naming the layer and the argument before anything is recorded.
+  RecurrentOutput run(const Var& input, const Var& h0, const Var& c0) const;
+
+ private:
+  void check(const Var& input, const Var& h0, const Var& c0) const;
+  std::string_view name_;
+  CellKind kind_;
+  RecurrentOptions options_;
+  std::vector<CellParameters> weights_;  // layer * num_directions + direction
+};
+
+class RNN : public RecurrentLayer {
+ public:
+  RNN(const RecurrentOptions& options, Generator& gen);
+  RecurrentOutput operator()(const Var& input, const Var& h0 = Var()) const;
+};
+
+class LSTM : public RecurrentLayer {
+ public:
+  LSTM(const RecurrentOptions& options, Generator& gen);
+  RecurrentOutput operator()(const Var& input, const Var& h0 = Var(), const Var& c0 = Var()) const;
+};
+
+class GRU : public RecurrentLayer {
+ public:
+  GRU(const RecurrentOptions& options, Generator& gen);
+  RecurrentOutput operator()(const Var& input, const Var& h0 = Var()) const;
+};
+
+}  // namespace recur::nn

@@ -1,0 +1,78 @@
+// Gradient-check rows: the fused recurrent ops (ops/nn/pointwise.hpp), the cells built on
+// them, and their steps run by scan the way the sequence layers run them. First order
+// checks the hand-written loops, second order the backward built from ops.
+#include "grad_table.hpp"
+
+namespace recur::testing {
+namespace {
+
+using S = std::span<const Var>;
+using namespace recur::nn;
+
+std::int64_t draw(Rng& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+// [B, w1 * H], [B, w2 * H], ... for random B and H.
+std::function<std::vector<Shape>(Rng&)> step_shapes(std::vector<std::int64_t> widths) {
+  return [=](Rng& rng) {
+    const std::int64_t b = draw(rng, 1, 3), h = draw(rng, 1, 4);
+    std::vector<Shape> out;
+    for (auto w : widths) out.push_back({b, w * h});
+    return out;
+  };
+}
+
+// A cell's arguments: x [B, I], h [B, H], (c [B, H],) w_ih [G*H, I], w_hh [G*H, H],
+// b_ih and b_hh [G*H]; with `steps`, x gets a leading time axis [T, B, I].
+std::function<std::vector<Shape>(Rng&)> cell_shapes(std::int64_t gates, bool with_c, bool steps = false) {
+  return [=](Rng& rng) {
+    const std::int64_t b = draw(rng, 1, 3), i = draw(rng, 1, 3), h = draw(rng, 1, 3);
+    std::vector<Shape> out{steps ? Shape{draw(rng, 1, 3), b, i} : Shape{b, i}, {b, h}};
+    if (with_c) out.push_back({b, h});
+    out.insert(out.end(), {{gates * h, i}, {gates * h, h}, {gates * h}, {gates * h}});
+    return out;
+  };
+}
+
+CellWeights weights(S x, std::size_t first) { return {x[first], x[first + 1], x[first + 2], x[first + 3]}; }
+
+// Every step's h (and c) of a scan over x's projection, as the layers run it.
+Var lstm_scan(S x) {
+  const Var xp = project(x[0], x[3], x[5] + x[6]);
+  auto r = scan([](S a) -> StepResult {
+    const LstmState s = lstm_step(a[0], a[1], a[2], a[3], Var());
+    return {s.h, s.c};
+  }, {.sequences = {xp}, .outputs_info = {x[1], x[2]}, .non_sequences = {x[4]}});
+  return concat({r[0], r[1]}, 2);
+}
+
+Var gru_scan(S x) {
+  const Var xp = project(x[0], x[2], x[4]);
+  auto r = scan([](S a) -> StepResult { return gru_step(a[0], a[1], a[2], a[3]); },
+                {.sequences = {xp}, .outputs_info = {x[1]}, .non_sequences = {x[3], x[5]}, .go_backwards = true});
+  return r[0];
+}
+
+}  // namespace
+
+std::vector<GradCase> recurrent_cases() {
+  return {
+      {"rnn_pointwise_tanh", step_shapes({1, 1}), [](S x) { return rnn_pointwise(x[0], x[1]); }},
+      // |x0| >= 0.3 > |0.1 x1|: the sum stays away from relu's kink.
+      {"rnn_pointwise_relu", step_shapes({1, 1}),
+       [](S x) { return rnn_pointwise(x[0], x[1] * 0.1, Nonlinearity::relu); }, Domain::away_from_zero},
+      {"lstm_pointwise", step_shapes({4, 1}), [](S x) { return lstm_pointwise(x[0], x[1]); }},
+      {"gru_pointwise", step_shapes({3, 3, 1}), [](S x) { return gru_pointwise(x[0], x[1], x[2]); }},
+      {"rnn_cell", cell_shapes(1, false), [](S x) { return rnn_cell(x[0], x[1], weights(x, 2)); }},
+      {"lstm_cell", cell_shapes(4, true), [](S x) {
+         const LstmState s = lstm_cell(x[0], x[1], x[2], weights(x, 3));
+         return concat({s.h, s.c}, 1);
+       }},
+      {"gru_cell", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2)); }},
+      {"lstm_step_scan", cell_shapes(4, true, true), lstm_scan},
+      {"gru_step_scan_backwards", cell_shapes(3, false, true), gru_scan},
+  };
+}
+
+}  // namespace recur::testing
