@@ -27,7 +27,7 @@ using namespace recur;
 
 struct Options {
   std::string corpus = "/usr/share/common-licenses";
-  long steps = 600;
+  long steps = 1000;
   long batch = 32;
   long bptt = 64;
   long window = 0;  // k2 of TBPTT(k1 = bptt, k2); 0: k2 = k1
@@ -116,8 +116,12 @@ std::string sample(const CharModel& model, const examples::CharCorpus& corpus, s
 }
 
 void print_sample(const std::string& text) {
+  // Line breaks and the licences' runs of indentation shown as single spaces.
   std::string shown;
-  for (char c : text) shown += (c == '\n' ? ' ' : c);
+  for (char c : text) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c != ' ' || shown.empty() || shown.back() != ' ') shown += c;
+  }
   std::printf("    | %s\n", shown.c_str());
 }
 
