@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise kernels with NumPy broadcasting, shared by every elementwise op.
 #include <string_view>
+#include <type_traits>
 
 #include <recur/core/strided_loop.hpp>
 #include <recur/core/tensor.hpp>
@@ -74,8 +75,10 @@ Tensor ternary_map(std::string_view op, const Tensor& a, const Tensor& b, const 
 
 // Reduces `a` onto `out_shape` (same rank, size 1 on reduced axes) with `combine`, starting
 // from `init`. sum, max and sum_to are this loop with different combine/init.
+// combine(acc, x) may return a wider type than T (see sum_combine): runs accumulate in it.
 template <class T, class F>
 Tensor reduce_to_shape(const Tensor& a, const Shape& out_shape, T init, F combine) {
+  using Acc = decltype(combine(init, init));
   Tensor out = Tensor::empty(out_shape, a.dtype());
   T* z = out.data<T>();
   const std::int64_t m = out.numel();
@@ -84,14 +87,23 @@ Tensor reduce_to_shape(const Tensor& a, const Shape& out_shape, T init, F combin
   const std::array<Shape, 2> strides{contiguous_strides(a.shape()), broadcast_strides(out_shape, a.shape())};
   for_each_run(a.shape(), strides, [&](const auto& off, std::int64_t n, const auto& st) {
     if (st[1] == 0) {
-      T acc = z[off[1]];
+      Acc acc = z[off[1]];
       for (std::int64_t j = 0; j < n; ++j) acc = combine(acc, x[off[0] + j * st[0]]);
-      z[off[1]] = acc;
+      z[off[1]] = static_cast<T>(acc);
     } else {
-      for (std::int64_t j = 0; j < n; ++j) z[off[1] + j * st[1]] = combine(z[off[1] + j * st[1]], x[off[0] + j * st[0]]);
+      for (std::int64_t j = 0; j < n; ++j)
+        z[off[1] + j * st[1]] = static_cast<T>(combine(z[off[1] + j * st[1]], x[off[0] + j * st[0]]));
     }
   });
   return out;
+}
+
+// Addition for sums: float32 runs add in double, so a sum over millions of elements keeps
+// float32's precision instead of losing ~1e-3 to rounding.
+template <class T>
+auto sum_combine() {
+  using Wide = std::conditional_t<std::is_same_v<T, float>, double, T>;
+  return [](Wide acc, T v) { return acc + static_cast<Wide>(v); };
 }
 
 }  // namespace recur

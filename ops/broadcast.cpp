@@ -46,7 +46,7 @@ struct SumTo {
                        to_string(shape));
     const Shape keep = left_pad(shape, x.shape().size());
     return dispatch(x.dtype(), [&]<class T>() {
-      return reduce_to_shape<T>(x, keep, T(0), [](T acc, T v) { return acc + v; });
+      return reduce_to_shape<T>(x, keep, T(0), sum_combine<T>());
     }).view(shape);
   }
   template <class V>

@@ -31,7 +31,7 @@ struct Sum {
   Tensor forward(const Tensor& x) const {
     const auto s = reduced_shapes(name, x.shape(), axes, keepdims);
     return dispatch_floating(name, x.dtype(), [&]<class T>() {
-      return reduce_to_shape<T>(x, s.kept, T(0), [](T acc, T v) { return acc + v; });
+      return reduce_to_shape<T>(x, s.kept, T(0), sum_combine<T>());
     }).view(s.out);
   }
   template <class V>
