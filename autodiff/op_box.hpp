@@ -74,6 +74,9 @@ struct OpVTable {
   Tensor (*replay)(const void* op, const InputList<Tensor>&);
   Grads<Tensor> (*backward_values)(const void* op, const BackwardArgs<Tensor>&);
   Grads<Var> (*backward_vars)(const void* op, const BackwardArgs<Var>&);
+  // Tensors the op keeps for its backward besides the node values (an op that has a
+  // `Grads<Tensor> saved_tensors() const` says which); counted by Tape::bytes_held.
+  Grads<Tensor> (*saved)(const void* op);
   void (*relocate)(void* dst, void* src);  // move-construct into dst, destroy src
   void (*destroy)(void* storage);
 };
@@ -136,6 +139,7 @@ class OpBox {
   Grads<Tensor> backward(const BackwardArgs<Tensor>& a) const { return vt_->backward_values(buf_, a); }
   Grads<Var> backward(const BackwardArgs<Var>& a) const { return vt_->backward_vars(buf_, a); }
   Tensor replay(const InputList<Tensor>& in) const { return vt_->replay(buf_, in); }
+  Grads<Tensor> saved() const { return vt_->saved(buf_); }
 
  private:
   void reset() {
@@ -148,6 +152,11 @@ class OpBox {
 
   template <class O> static const O& get_inline(const void* p) { return *static_cast<const O*>(p); }
   template <class O> static const O& get_heap(const void* p) { return **static_cast<O* const*>(p); }
+  template <class O>
+  static Grads<Tensor> saved_of(const O& op) {
+    if constexpr (requires { op.saved_tensors(); }) return op.saved_tensors();
+    else return {};
+  }
 
   template <class O, std::size_t Arity>
   static constexpr OpVTable inline_table{
@@ -155,6 +164,7 @@ class OpBox {
       [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_inline<O>(p), in); },
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_inline<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_inline<O>(p).backward(a); },
+      [](const void* p) { return saved_of(get_inline<O>(p)); },
       [](void* dst, void* src) {
         new (dst) O(std::move(*static_cast<O*>(src)));
         static_cast<O*>(src)->~O();
@@ -166,6 +176,7 @@ class OpBox {
       [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_heap<O>(p), in); },
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_heap<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_heap<O>(p).backward(a); },
+      [](const void* p) { return saved_of(get_heap<O>(p)); },
       [](void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); },
       [](void* p) { delete *static_cast<O**>(p); }};
 

@@ -322,9 +322,13 @@ Tensor Tape::leaf_grad(std::uint32_t id) const {
 std::size_t Tape::bytes_held() const {
   std::unordered_set<const Storage*> seen;
   std::size_t bytes = 0;
-  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
-    const Tensor& v = nodes_[i].value;
+  auto count = [&](const Tensor& v) {
     if (v.defined() && seen.insert(v.storage().get()).second) bytes += v.storage()->bytes();
+  };
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+    count(nodes_[i].value);
+    if (nodes_[i].op)
+      for (const Tensor& t : nodes_[i].op.saved()) count(t);
   }
   return bytes;
 }

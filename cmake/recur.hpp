@@ -43,6 +43,7 @@
 #include <recur/ops/nn/cell_modules.hpp>
 #include <recur/ops/nn/cell_parameters.hpp>
 #include <recur/ops/nn/cells.hpp>
+#include <recur/ops/nn/fused_recurrence.hpp>
 #include <recur/ops/nn/init.hpp>
 #include <recur/ops/nn/linear.hpp>
 #include <recur/ops/nn/pointwise.hpp>

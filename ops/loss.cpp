@@ -41,11 +41,52 @@ void check_pair(std::string_view op, const Var& a, const Var& b, std::string_vie
   check_pair(op, a.value(), b.value(), a_name, b_name);
 }
 
+// mean or sum of (p - t)^2 as one op: the tape keeps only its inputs, not the difference
+// and its square (a whole-sequence loss over [T, B, H] outputs would hold two more copies).
+struct MseReduced {
+  static constexpr std::string_view name = "mse";
+  Reduction reduction;
+
+  double scale(const Tensor& p) const {
+    return reduction == Reduction::mean && p.numel() > 0 ? 1.0 / static_cast<double>(p.numel()) : 1.0;
+  }
+
+  Tensor forward(const Tensor& p, const Tensor& t) const {
+    return dispatch_floating(name, p.dtype(), [&]<class T>() {
+      const T *a = p.data<T>(), *b = t.data<T>();
+      double total = 0;  // float32 too: a long sum in float would drift
+      for (std::int64_t i = 0; i < p.numel(); ++i) {
+        const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+        total += d * d;
+      }
+      return full({}, total * scale(p), p.dtype());
+    });
+  }
+
+  // d/dp = 2 scale (p - t) grad, d/dt its negative.
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const double k = 2.0 * scale(value_of(a.inputs[0]));
+    if constexpr (std::is_same_v<V, Tensor>) {
+      return dispatch_floating(name, a.grad.dtype(), [&]<class T>() -> Grads<Tensor> {
+        const T g = static_cast<T>(k * a.grad.template item<double>());
+        const Tensor dp = binary_map<T>(name, a.inputs[0], a.inputs[1], [g](T x, T y) { return g * (x - y); });
+        if (!a.needs_grad(1)) return {dp, Tensor()};
+        return {dp, unary_map<T>(dp, [](T v) { return -v; })};
+      });
+    } else {
+      const V dp = sub(a.inputs[0], a.inputs[1]) * (a.grad * k);
+      return {dp, neg(dp)};
+    }
+  }
+};
+
 template <class V>
 V mse_of(const V& prediction, const V& target, Reduction r) {
   check_pair("mse", prediction, target, "prediction", "target");
+  if (r != Reduction::none) return apply_op(MseReduced{r}, prediction, target);
   const V d = sub(prediction, target);
-  return reduce_loss(mul(d, d), r);
+  return mul(d, d);
 }
 
 template <class V>

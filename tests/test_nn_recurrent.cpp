@@ -150,6 +150,7 @@ TEST(RecurrentLayers, MissingStatesAreZeros) {
   EXPECT_FALSE(rnn(Var(xs)).c_n.defined());
 }
 
+// With a checkpoint the layer runs through scan; without, through the fused op.
 TEST(RecurrentLayers, CheckpointingChangesNothing) {
   Generator gen(6);
   RecurrentOptions o = options(2, true);
@@ -168,10 +169,10 @@ TEST(RecurrentLayers, CheckpointingChangesNothing) {
     grads[k] = x.grad();
     outs[k] = r.output.value();
   }
-  EXPECT_EQ(max_abs_diff(outs[0], outs[1]), 0.0);
-  EXPECT_EQ(max_abs_diff(grads[0], grads[1]), 0.0);
+  EXPECT_LT(max_abs_diff(outs[0], outs[1]), 1e-14);
+  EXPECT_LT(max_abs_diff(grads[0], grads[1]), 1e-13);
   for (const auto& [name, p] : plain.named_parameters())
-    EXPECT_EQ(max_abs_diff(p.grad(), checkpointed.parameter(name).grad()), 0.0) << name;
+    EXPECT_LT(max_abs_diff(p.grad(), checkpointed.parameter(name).grad()), 1e-13) << name;
 }
 
 TEST(RecurrentLayers, TruncationStopsGradientsBeforeTheLastSteps) {

@@ -11,6 +11,9 @@
 
 namespace recur::nn {
 
+// Which cell: Elman RNN (1 gate), LSTM (4 gates) or GRU (3 gates).
+enum class CellKind { rnn, lstm, gru };
+
 struct CellWeights {
   Var w_ih, w_hh, b_ih, b_hh;
 };

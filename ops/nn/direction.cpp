@@ -3,6 +3,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/join.hpp>
 #include <recur/ops/scan/theano.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -43,10 +44,9 @@ Var reversed_in_time(const Var& outputs) {
   return take(outputs, arange(static_cast<double>(steps - 1), -1.0, -1.0, DType::int64), 0);
 }
 
-}  // namespace
-
-DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
-                              const Var& h0, const Var& c0, bool reverse) {
+// One direction as one scan over time: outputs in time order and the final states.
+DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
+                               const Var& h0, const Var& c0, bool reverse) {
   const bool step_bias = kind == CellKind::gru && w.b_hh.defined();
   std::vector<Var> non_sequences{w.w_hh};
   if (step_bias) non_sequences.push_back(w.b_hh);
@@ -65,6 +65,35 @@ DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, co
   out.h_n = index(r[0], 0, last);
   if (kind == CellKind::lstm) out.c_n = index(r[1], 0, last);
   return out;
+}
+
+}  // namespace
+
+DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
+                              const Var& h0, const Var& c0, bool reverse) {
+  const bool recompute = options.checkpoint.every != 0 || options.checkpoint.automatic;
+  if (kind == CellKind::gru || recompute) return scan_direction(kind, options, input, w, h0, c0, reverse);
+  const std::int64_t steps = input.size(0);
+  const Var packed = fused_recurrence({.kind = kind,
+                                       .nonlinearity = options.nonlinearity,
+                                       .reverse = reverse,
+                                       .truncate_gradient = options.truncate_gradient},
+                                      input, w, h0, c0);
+  DirectionOutput out;
+  out.outputs = kind == CellKind::lstm ? slice(packed, 0, 0, steps) : packed;
+  out.h_n = index(packed, 0, reverse ? 0 : steps - 1);  // the state after the direction's last step
+  if (kind == CellKind::lstm) out.c_n = index(packed, 0, steps);
+  return out;
+}
+
+Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const CellWeights& w, const Var& h0,
+                    const Var& c0) {
+  RecurrentOptions options;
+  options.nonlinearity = o.nonlinearity;
+  options.truncate_gradient = o.truncate_gradient;
+  const DirectionOutput r = scan_direction(o.kind, options, input, w, h0, c0, o.reverse);
+  if (o.kind != CellKind::lstm) return r.outputs;
+  return concat({r.outputs, reshape(r.c_n, {1, r.c_n.size(0), r.c_n.size(1)})}, 0);
 }
 
 }  // namespace recur::nn::detail

@@ -42,8 +42,6 @@ struct RecurrentOutput {
   Var c_n;     // LSTM only: final cell state, same layout
 };
 
-enum class CellKind { rnn, lstm, gru };
-
 // What RNN, LSTM and GRU share: the parameters of every layer and direction, the checks
 // of the arguments, and the loop over layers and directions.
 class RecurrentLayer : public RecurrentModule {

@@ -72,6 +72,17 @@ std::vector<GradCase> recurrent_cases() {
       {"gru_cell", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2)); }},
       {"lstm_step_scan", cell_shapes(4, true, true), lstm_scan},
       {"gru_step_scan_backwards", cell_shapes(3, false, true), gru_scan},
+      // The fused layer direction; its second order is the scan above recorded again.
+      {"fused_recurrence_lstm", cell_shapes(4, true, true),
+       [](S x) { return fused_recurrence({}, x[0], weights(x, 3), x[1], x[2]); }},
+      {"fused_recurrence_lstm_reverse", cell_shapes(4, true, true),
+       [](S x) { return fused_recurrence({.reverse = true}, x[0], weights(x, 3), x[1], x[2]); }},
+      {"fused_recurrence_rnn_tanh_reverse", cell_shapes(1, false, true),
+       [](S x) { return fused_recurrence({.kind = CellKind::rnn, .reverse = true}, x[0], weights(x, 2), x[1]); }},
+      {"fused_recurrence_rnn_relu", cell_shapes(1, false, true),
+       [](S x) {
+         return fused_recurrence({.kind = CellKind::rnn, .nonlinearity = Nonlinearity::relu}, x[0], weights(x, 2), x[1]);
+       }, Domain::away_from_zero},
   };
 }
 

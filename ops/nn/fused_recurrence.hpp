@@ -1,0 +1,36 @@
+#pragma once
+// A whole layer direction of an Elman RNN or an LSTM as one op on the tape: the same
+// function as running the cell through scan (ops/nn/direction.cpp does that too), with a
+// forward and backward written as loops over time around the BLAS calls, the way cuDNN
+// runs a layer. What that buys over a scan of per-step ops:
+//  - the input projection x W_ih^T is one gemm over all steps, and its buffer becomes the
+//    gate activations in place, which backward turns into the gate gradients in place;
+//  - the weight gradients dW_hh, dW_ih and the biases' are one gemm (or sum) each over all
+//    steps, instead of a thin K = B gemm per step plus an add;
+//  - the tape keeps one node, and only what backward needs: the activations and cell
+//    states of an LSTM, nothing but the output of an RNN.
+// Under create_graph the backward is the scan of cells.hpp recorded op by op and
+// differentiated again, so gradients of gradients work as for every op.
+#include <cstdint>
+
+#include <recur/autodiff/var.hpp>
+#include <recur/ops/nn/cells.hpp>
+
+namespace recur::nn {
+
+struct FusedRecurrenceOptions {
+  CellKind kind = CellKind::lstm;  // rnn or lstm (GRU runs through scan)
+  Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
+  bool reverse = false;                // run from the last step to the first
+  std::int64_t truncate_gradient = -1;  // scan's: backpropagate through the last k steps only
+};
+
+// x [T, B, I] (T >= 1), the cell's weights in PyTorch's layout (biases may be undefined),
+// h0 [B, H] and, for an LSTM, c0 [B, H]. Returns, in time order whatever the direction,
+//   RNN:  [T, B, H], h_t at every step;
+//   LSTM: [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
+// ShapeError / DTypeError naming the argument and the shapes before anything is recorded.
+Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
+                     const Var& c0 = Var());
+
+}  // namespace recur::nn

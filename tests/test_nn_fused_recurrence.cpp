@@ -1,0 +1,188 @@
+// The fused layer direction (ops/nn/fused_recurrence.hpp) against the scan of per-step ops
+// it replaces (detail::scan_recurrence, itself checked against PyTorch and finite
+// differences): values and every gradient in float64, for both cells, both directions,
+// with and without biases, and every kind of truncation; a second backward through the
+// same node; the bytes the tape reports; argument errors that record nothing.
+// Finite-difference checks of the op are rows of tests/grad_cases/recurrent.cpp.
+#include <gtest/gtest.h>
+
+#include <recur/ops/nn/direction.hpp>
+#include <recur/recur.hpp>
+
+#include "expect_error.hpp"
+
+namespace recur::nn {
+namespace {
+
+using recur::testing::expect_clean_failure;
+
+constexpr DType f64 = DType::float64;
+
+struct Case {
+  CellKind kind;
+  Nonlinearity act;
+  bool reverse, bias;
+  std::int64_t truncate;
+};
+
+std::string describe(const Case& c) {
+  return std::string(c.kind == CellKind::lstm ? "lstm" : (c.act == Nonlinearity::relu ? "rnn_relu" : "rnn_tanh")) +
+         (c.reverse ? " reverse" : "") + (c.bias ? "" : " no bias") + " truncate " + std::to_string(c.truncate);
+}
+
+struct Inputs {
+  Tensor x, w_ih, w_hh, b_ih, b_hh, h0, c0, weight;  // weight: a random cotangent of the output
+};
+
+Inputs make_inputs(const Case& c, std::int64_t steps, std::int64_t batch, std::int64_t in, std::int64_t n,
+                   Generator& gen) {
+  const std::int64_t gh = (c.kind == CellKind::lstm ? 4 : 1) * n;
+  Inputs v;
+  v.x = normal({steps, batch, in}, 0, 1, gen, f64);
+  v.w_ih = normal({gh, in}, 0, 0.5, gen, f64);
+  v.w_hh = normal({gh, n}, 0, 0.5, gen, f64);
+  v.b_ih = normal({gh}, 0, 0.5, gen, f64);
+  v.b_hh = normal({gh}, 0, 0.5, gen, f64);
+  v.h0 = normal({batch, n}, 0, 1, gen, f64);
+  v.c0 = normal({batch, n}, 0, 1, gen, f64);
+  v.weight = normal({steps + (c.kind == CellKind::lstm ? 1 : 0), batch, n}, 0, 1, gen, f64);
+  return v;
+}
+
+struct Result {
+  Tensor out;
+  std::vector<Tensor> grads;  // x, w_ih, w_hh, h0, c0, b_ih, b_hh (the ones present)
+};
+
+Result run(const Case& c, const Inputs& v, bool fused) {
+  Tape tape;
+  std::vector<Var> leaves{tape.variable(v.x), tape.variable(v.w_ih), tape.variable(v.w_hh), tape.variable(v.h0)};
+  const bool lstm = c.kind == CellKind::lstm;
+  if (lstm) leaves.push_back(tape.variable(v.c0));
+  if (c.bias) {
+    leaves.push_back(tape.variable(v.b_ih));
+    leaves.push_back(tape.variable(v.b_hh));
+  }
+  const CellWeights w{leaves[1], leaves[2], c.bias ? leaves[lstm ? 5 : 4] : Var(), c.bias ? leaves[lstm ? 6 : 5] : Var()};
+  const FusedRecurrenceOptions o{.kind = c.kind, .nonlinearity = c.act, .reverse = c.reverse,
+                                 .truncate_gradient = c.truncate};
+  const Var c0 = lstm ? leaves[4] : Var();
+  const Var out = fused ? fused_recurrence(o, leaves[0], w, leaves[3], c0)
+                        : detail::scan_recurrence(o, leaves[0], w, leaves[3], c0);
+  const Var loss = sum(out * tape.constant(v.weight));
+  Result r{out.value(), {}};
+  for (const Var& g : grad(std::span<const Var>(&loss, 1), leaves)) r.grads.push_back(g.value());
+  return r;
+}
+
+TEST(FusedRecurrence, MatchesTheScanOfCellsInValuesAndEveryGradient) {
+  Generator gen(11);
+  const std::int64_t steps = 7;  // cell states replayed in segments of 3, 3 and 1 steps
+  std::vector<Case> cases;
+  for (CellKind kind : {CellKind::rnn, CellKind::lstm})
+    for (bool reverse : {false, true})
+      for (std::int64_t truncate : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, steps, steps + 2})
+        cases.push_back({kind, Nonlinearity::tanh, reverse, true, truncate});
+  cases.push_back({CellKind::rnn, Nonlinearity::relu, false, true, -1});
+  cases.push_back({CellKind::rnn, Nonlinearity::relu, true, false, 2});
+  cases.push_back({CellKind::lstm, Nonlinearity::tanh, false, false, -1});
+  cases.push_back({CellKind::lstm, Nonlinearity::tanh, true, false, 2});
+  for (const Case& c : cases) {
+    const Inputs v = make_inputs(c, steps, 3, 4, 3, gen);
+    const Result fused = run(c, v, true), scanned = run(c, v, false);
+    EXPECT_LT(max_abs_diff(fused.out, scanned.out), 1e-13) << describe(c);
+    ASSERT_EQ(fused.grads.size(), scanned.grads.size());
+    for (std::size_t i = 0; i < fused.grads.size(); ++i)
+      EXPECT_LT(max_abs_diff(fused.grads[i], scanned.grads[i]), 1e-12) << describe(c) << ", gradient " << i;
+  }
+}
+
+TEST(FusedRecurrence, TruncationByHand) {
+  // One unit, w_ih = w_hh = 1, no bias: h_t = tanh(x_t + h_{t-1}). The loss is h_2.
+  // d h_2 / d x_2 = 1 - h_2^2 =: a, d h_2 / d x_1 = a (1 - h_1^2) =: b, d h_2 / d x_0 = b (1 - h_0^2),
+  // d h_2 / d w_hh = a h_1 + b h_0 + b (1 - h_0^2) h0 (the steps kept), and likewise for w_ih
+  // with x in place of h. truncate_gradient = k keeps the last k steps; 0 keeps none.
+  const double xs[3] = {0.5, -0.25, 1.0}, init = 0.2;
+  double hs[3], h = init;
+  for (int t = 0; t < 3; ++t) hs[t] = h = std::tanh(xs[t] + h);
+  const double a = 1 - hs[2] * hs[2], b = a * (1 - hs[1] * hs[1]), c = b * (1 - hs[0] * hs[0]);
+  const double dx[3] = {c, b, a}, hprev[3] = {init, hs[0], hs[1]};
+  for (std::int64_t k : {-1, 0, 1, 2}) {
+    Tape tape;
+    const Var x = tape.variable(tensor({0.5, -0.25, 1.0}, f64).view({3, 1, 1}));
+    const Var w_ih = tape.variable(ones({1, 1}, f64)), w_hh = tape.variable(ones({1, 1}, f64));
+    const Var h0 = tape.variable(tensor({init}, f64).view({1, 1}));
+    const Var out = fused_recurrence({.kind = CellKind::rnn, .truncate_gradient = k}, x, {w_ih, w_hh}, h0);
+    for (int t = 0; t < 3; ++t) EXPECT_NEAR(out.value().at({t, 0, 0}), hs[t], 1e-15);
+    tape.backward(sum(index(out, 0, 2)));
+    const int kept = k < 0 ? 3 : static_cast<int>(k);
+    double want_ih = 0, want_hh = 0;
+    for (int t = 0; t < 3; ++t) {
+      const double want = t >= 3 - kept ? dx[t] : 0.0;
+      EXPECT_NEAR(x.grad().at({t, 0, 0}), want, 1e-15) << "k " << k << " t " << t;
+      want_ih += want * xs[t];
+      want_hh += want * hprev[t];
+    }
+    EXPECT_NEAR(w_ih.grad().item(), want_ih, 1e-15) << "k " << k;
+    EXPECT_NEAR(w_hh.grad().item(), want_hh, 1e-15) << "k " << k;
+    EXPECT_NEAR(h0.grad().item(), kept == 3 ? c : 0.0, 1e-15) << "k " << k;
+  }
+}
+
+TEST(FusedRecurrence, SecondBackwardThroughTheSameNodeRecomputes) {
+  Generator gen(12);
+  const Case c{CellKind::lstm, Nonlinearity::tanh, false, true, -1};
+  const Inputs v = make_inputs(c, 4, 2, 3, 2, gen);
+  Tape tape;
+  const Var x = tape.variable(v.x), w_ih = tape.variable(v.w_ih), w_hh = tape.variable(v.w_hh);
+  const Var h0 = tape.constant(v.h0), c0 = tape.constant(v.c0);
+  const Var out = fused_recurrence({}, x, {w_ih, w_hh, tape.constant(v.b_ih), tape.constant(v.b_hh)}, h0, c0);
+  const Var loss = sum(out * tape.constant(v.weight));
+  const std::vector<Var> first = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
+  const std::vector<Var> second = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
+  EXPECT_EQ(max_abs_diff(first[0].value(), second[0].value()), 0.0);
+  EXPECT_EQ(max_abs_diff(first[1].value(), second[1].value()), 0.0);
+}
+
+TEST(FusedRecurrence, TapeCountsTheSavedActivationsAndCells) {
+  // An LSTM direction holds its output [T+1, B, H], the activations [T, B, 4H] and the cell
+  // states entering each replay segment after the first: T = 6 has segments of
+  // ceil(sqrt(6)) = 3 steps, so one [B, H] checkpoint.
+  const std::int64_t steps = 6, batch = 2, in = 3, n = 4;
+  Generator gen(13);
+  const Case c{CellKind::lstm, Nonlinearity::tanh, false, false, -1};
+  const Inputs v = make_inputs(c, steps, batch, in, n, gen);
+  Tape tape;
+  const Var x = tape.constant(v.x), h0 = tape.constant(v.h0), c0 = tape.constant(v.c0);
+  const Var w_ih = tape.variable(v.w_ih), w_hh = tape.variable(v.w_hh);
+  const std::size_t inputs = tape.bytes_held();
+  const Var out = fused_recurrence({}, x, {w_ih, w_hh}, h0, c0);
+  const std::size_t held = tape.bytes_held() - inputs;
+  const std::size_t wanted = (steps + 1) * batch * n + steps * batch * (4 * n) + batch * n;
+  // The buffer pool rounds sizes up to its size classes: at least the elements, less than twice.
+  EXPECT_GE(held, wanted * sizeof(double));
+  EXPECT_LT(held, 2 * wanted * sizeof(double));
+  tape.backward(sum(out));  // the activations become gate gradients and are dropped
+  EXPECT_LT(tape.bytes_held() - inputs, held);
+}
+
+TEST(FusedRecurrence, BadArgumentsNameTheShapesAndRecordNothing) {
+  Tape tape;
+  const Var x = tape.variable(zeros({3, 2, 4}, f64)), h0 = tape.variable(zeros({2, 5}, f64));
+  const Var w_ih = tape.variable(zeros({20, 4}, f64)), w_hh = tape.variable(zeros({20, 5}, f64));
+  const Var narrow = tape.constant(zeros({2, 4}, f64)), no_steps = tape.constant(zeros({0, 2, 4}, f64));
+  const Var single = tape.constant(zeros({2, 5}));
+  expect_clean_failure<ShapeError>(tape, [&] { fused_recurrence({}, x, {w_ih, w_hh}, h0, narrow); },
+                                   {"fused_recurrence", "'c0' [2, 4]", "'h0' [2, 5]"});
+  expect_clean_failure<ShapeError>(tape, [&] { fused_recurrence({.kind = CellKind::rnn}, x, {w_ih, w_hh}, h0); },
+                                   {"fused_recurrence", "'w_ih' [20, 4]", "w_ih [1*H, I]"});
+  expect_clean_failure<ShapeError>(
+      tape, [&] { fused_recurrence({}, no_steps, {w_ih, w_hh}, h0, h0); }, {"'x' [0, 2, 4]"});
+  expect_clean_failure<DTypeError>(
+      tape, [&] { fused_recurrence({}, x, {w_ih, w_hh}, h0, single); }, {"float64", "float32"});
+  expect_clean_failure<ValueError>(tape, [&] { fused_recurrence({.kind = CellKind::gru}, x, {w_ih, w_hh}, h0); },
+                                   {"GRU"});
+}
+
+}  // namespace
+}  // namespace recur::nn
