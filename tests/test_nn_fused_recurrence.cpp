@@ -97,6 +97,16 @@ TEST(FusedRecurrence, MatchesTheScanOfCellsInValuesAndEveryGradient) {
   }
 }
 
+TEST(FusedRecurrence, AnEmptyBatchGivesEmptyOutputsAndZeroWeightGradients) {
+  Generator gen(14);
+  const Case c{CellKind::lstm, Nonlinearity::tanh, true, true, -1};
+  const Inputs v = make_inputs(c, 3, 0, 2, 2, gen);
+  const Result r = run(c, v, true);
+  EXPECT_EQ(r.out.shape(), (Shape{4, 0, 2}));
+  EXPECT_EQ(r.grads[2].shape(), (Shape{8, 2}));  // w_hh
+  EXPECT_EQ(max_abs_diff(r.grads[2], zeros({8, 2}, f64)), 0.0);
+}
+
 TEST(FusedRecurrence, TruncationByHand) {
   // One unit, w_ih = w_hh = 1, no bias: h_t = tanh(x_t + h_{t-1}). The loss is h_2.
   // d h_2 / d x_2 = 1 - h_2^2 =: a, d h_2 / d x_1 = a (1 - h_1^2) =: b, d h_2 / d x_0 = b (1 - h_0^2),

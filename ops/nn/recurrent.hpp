@@ -1,17 +1,20 @@
 #pragma once
-// Sequence layers RNN, LSTM and GRU: the cell runs through scan, with several layers,
-// both directions and batch-first or time-first inputs. Weight layout, names and gate
+// Sequence layers RNN, LSTM and GRU, with several layers, both directions and
+// batch-first or time-first inputs. Weight layout, names and gate
 // order are PyTorch's (torch.nn.RNN/LSTM/GRU), so weights move between the two:
 //   weight_ih_l{k}[_reverse]  [G*H, I_k]   weight_hh_l{k}[_reverse]  [G*H, H]
 //   bias_ih_l{k}[_reverse]    [G*H]        bias_hh_l{k}[_reverse]    [G*H]
 // with G = 1 (RNN), 4 (LSTM: input, forget, cell, output) or 3 (GRU: reset, update, new),
 // I_0 = input_size and I_k = D*H above (D = 2 when bidirectional).
 //
-// Each layer and direction is one scan over time. The input projection x W_ih^T + b_ih
-// (+ b_hh where the cell allows) is one matrix product over all steps, made before the
-// scan; a step is then h W_hh^T and one fused elementwise op (ops/nn/pointwise.hpp). The
-// reverse direction runs the scan with go_backwards and puts its outputs back in time
-// order, so output[t] holds both directions' states after reading input[t].
+// Each layer and direction of an RNN or LSTM is one fused op over all steps
+// (fused_recurrence.hpp: one gemm for the input projection, two per step, one for each
+// weight gradient; the same function as the scan of cells.hpp, which it is tested against
+// and which its create_graph backward records). A GRU, and any layer asked for
+// recomputation (`checkpoint`), runs as one scan over time: x W_ih^T + b_ih is one matrix
+// product over all steps made before the scan, a step is h W_hh^T and one fused
+// elementwise op (ops/nn/pointwise.hpp). Either way the reverse direction's outputs come
+// back in time order, so output[t] holds both directions' states after reading input[t].
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -32,7 +35,7 @@ struct RecurrentOptions {
   bool bidirectional = false;
   Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
   DType dtype = DType::float32;
-  Checkpoint checkpoint{};        // scan's recomputation, per layer and direction
+  Checkpoint checkpoint{};        // scan's recomputation, per layer and direction (runs the scan path)
   std::int64_t truncate_gradient = -1;  // scan's truncate_gradient
 };
 
