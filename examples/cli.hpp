@@ -68,7 +68,10 @@ std::string to_text(const T& value) {
     return value.empty() ? "\"\"" : value;
   } else if constexpr (is_vector<T>::value) {
     std::string s;
-    for (const auto& item : value) s += (s.empty() ? "" : ",") + to_text(item);
+    for (const auto& item : value) {
+      if (!s.empty()) s += ',';  // not `(cond ? "" : ",") + to_text(item)`: GCC 12 -Wrestrict false positive
+      s += to_text(item);
+    }
     return s;
   } else {
     std::ostringstream o;

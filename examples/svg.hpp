@@ -79,8 +79,10 @@ class Document {
   void polyline(const std::vector<std::pair<double, double>>& points, std::string_view stroke, double stroke_width = 1.5) {
     body_ += "<polyline fill=\"none\" stroke=\"" + escape(stroke) + "\" stroke-width=\"" + number(stroke_width) +
              "\" stroke-linejoin=\"round\" points=\"";
-    for (std::size_t i = 0; i < points.size(); ++i)
-      body_ += (i ? " " : "") + number(points[i].first) + "," + number(points[i].second);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (i) body_ += ' ';  // not `(i ? " " : "") + number(...)`: GCC 12 -Wrestrict false positive
+      body_ += number(points[i].first) + "," + number(points[i].second);
+    }
     body_ += "\"/>\n";
   }
   // `rotate` in degrees around (x, y); (x, y) is the baseline point given by `anchor`.

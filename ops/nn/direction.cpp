@@ -56,6 +56,7 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
                             {.sequences = {input_projection(kind, input, w)},
                              .outputs_info = std::move(outputs_info),
                              .non_sequences = std::move(non_sequences),
+                             .n_steps = std::nullopt,  // as many as the sequence has
                              .truncate_gradient = options.truncate_gradient,
                              .go_backwards = reverse,
                              .checkpoint = options.checkpoint});
