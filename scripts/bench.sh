@@ -11,8 +11,11 @@
 # sgemm peak its L rows are measured against, and the memory programs of the nn::LSTM layer
 # and LibTorch's loops: about 3 minutes after the build on a quiet 2-core machine with the
 # default repetitions (three times that when other jobs take the cores). --all: both.
-# BENCH_REPETITIONS (default 5) sets the repetitions, run in random order; the table shows
-# the fastest repetition of each benchmark and the spread (see scripts/bench_table.py).
+# The two sides run in alternating rounds (recur, LibTorch, LibTorch, recur, ...), so that a
+# slow spell of a shared machine does not fall on one side only. BENCH_ROUNDS (default 3)
+# rounds of BENCH_REPETITIONS (default 2) repetitions each, run in random order; the table
+# shows the fastest repetition of each benchmark over all rounds and the spread (see
+# scripts/bench_table.py).
 # BENCH_MEMORY=0 skips the memory programs (about half a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,18 +55,25 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" "${memory_targets[@
 # Identical threading on both sides: OpenBLAS with 2 threads (the binaries also set it),
 # LibTorch's pool with 2, and OpenMP workers that sleep rather than spin when idle.
 export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
-flags=(--benchmark_filter="$filter" --benchmark_repetitions="${BENCH_REPETITIONS:-5}"
+flags=(--benchmark_filter="$filter" --benchmark_repetitions="${BENCH_REPETITIONS:-2}"
        --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true
        --benchmark_out_format=json "$@")
 out="$build/bench-results"
 tag=$([[ $suite == default ]] || echo "-$suite")  # results of each suite in files of their own
 mkdir -p "$out"
-jsons=()
-for t in "${targets[@]}"; do
-  echo "== $t"
-  "$build/bench/$t" "${flags[@]}" --benchmark_out="$out/$t$tag.json"
-  jsons+=("$out/$t$tag.json")
+declare -A rounds_of  # target -> its rounds' JSON files, comma-separated
+order=("${targets[@]}")
+for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
+  for t in "${order[@]}"; do
+    echo "== $t, round $round"
+    file="$out/$t$tag-round$round.json"
+    "$build/bench/$t" "${flags[@]}" --benchmark_out="$file"
+    rounds_of[$t]="${rounds_of[$t]:+${rounds_of[$t]},}$file"
+  done
+  order=($(printf '%s\n' "${order[@]}" | tac))  # the side that ran last runs first next round
 done
+jsons=()
+for t in "${targets[@]}"; do jsons+=("${rounds_of[$t]}"); done
 
 memory=()
 if [[ "${BENCH_MEMORY:-1}" != 0 ]]; then

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Prints the benchmark tables from Google Benchmark JSON files (standard library only).
 
-usage: bench_table.py RECUR_JSON [TORCH_JSON] [--memory MEMORY_JSONL]
+usage: bench_table.py RECUR_JSON[,RECUR_JSON...] [TORCH_JSON[,TORCH_JSON...]] [--memory MEMORY_JSONL]
+
+Several files for one side (comma-separated) are the rounds of one run: scripts/bench.sh
+runs the two sides in alternating rounds, so that a slow spell of the shared machine falls
+on both sides rather than on one; their repetitions are pooled.
 
 Each benchmark reports its wall-clock time in the counter "per_op" (seconds): per op for
 overhead/ and matmul/, per step for scan/ (1,000 steps per run), per training step for
@@ -72,12 +76,15 @@ def base_name(run_name):
 COUNTERS = ("flops", "matmul_flops", "loss")  # kept as the largest value over the repetitions
 
 
-def load(path):
+def load(paths):
     """({benchmark name: (fastest seconds per op, coefficient of variation or None)},
     {paired benchmark name: median over the repetitions of its paired_ratio},
-    {benchmark name: {counter in COUNTERS: largest value over the repetitions}})."""
-    with open(path) as f:
-        runs = [r for r in json.load(f)["benchmarks"] if r["run_type"] == "iteration"]
+    {benchmark name: {counter in COUNTERS: largest value over the repetitions}}),
+    the repetitions of every file in the comma-separated `paths` pooled."""
+    runs = []
+    for path in paths.split(","):
+        with open(path) as f:
+            runs += [r for r in json.load(f)["benchmarks"] if r["run_type"] == "iteration"]
     reps, paired, counters = {}, {}, {}
     for r in runs:
         name = base_name(r["run_name"])
