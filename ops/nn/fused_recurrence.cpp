@@ -244,25 +244,33 @@ struct FusedRecurrence {
     T* dg = dgates.data<T>();
     const T* h = a.output.data<T>();
     const T* grad = a.grad.data<T>();
+    // dh: the whole gradient reaching h at the current step, its upstream row plus what the
+    // step after it sends back (added by the gemm, beta = 1, so no separate pass).
     std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n));
-    Tensor dh_next = zeros({batch, n}, x.dtype()), dc = zeros({batch, n}, x.dtype());
+    auto upstream = [&](std::int64_t s) {
+      const T* row = grad + time_of(s, steps) * hrows;
+      std::copy(row, row + hrows, dh.begin());
+    };
+    Tensor dh0 = zeros({batch, n}, x.dtype()), dc = zeros({batch, n}, x.dtype());
+    if (count > 0) upstream(steps - 1);
     if (lstm() && count > 0) std::copy(grad + steps * hrows, grad + (steps + 1) * hrows, dc.data<T>());
-    const bool wants_h0 = lo == 0 && a.needs_grad(3);
     std::optional<CellReplay<T>> cells;
     if (lstm()) cells.emplace(*saved, dg, in[static_cast<std::size_t>(c0_at)].data<T>(), steps, batch, n, options.reverse);
     for (std::int64_t s = steps - 1; s >= lo; --s) {
       const std::int64_t t = time_of(s, steps);
-      const T* dn = dh_next.data<T>();
-      for (std::int64_t j = 0; j < hrows; ++j) dh[static_cast<std::size_t>(j)] = grad[t * hrows + j] + dn[j];
       if (lstm()) {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
         LstmRows<T>::backward(dg + t * rows, c_prev, c, dh.data(), dc.data<T>(), batch, n, scratch.data());
       } else {
         RnnRows<T>::backward(h + t * hrows, dh.data(), dg + t * rows, hrows, options.nonlinearity);
       }
-      if (s > lo || wants_h0)  // dh_{t-1} = dgates_t W_hh
-        blas::gemm(false, false, batch, n, gh, T(1), dg + t * rows, gh, w_hh.data<T>(), n, T(0),
-                   dh_next.data<T>(), n);
+      // dh_{t-1} += dgates_t W_hh; for the first step that is h0's gradient.
+      if (s > lo) {
+        upstream(s - 1);
+        blas::gemm(false, false, batch, n, gh, T(1), dg + t * rows, gh, w_hh.data<T>(), n, T(1), dh.data(), n);
+      } else if (lo == 0 && a.needs_grad(3)) {
+        blas::gemm(false, false, batch, n, gh, T(1), dg + t * rows, gh, w_hh.data<T>(), n, T(0), dh0.data<T>(), n);
+      }
     }
     if (lstm()) saved->act = Tensor();  // now gradients, no longer activations
 
@@ -281,7 +289,7 @@ struct FusedRecurrence {
                    T(1), g[1].data<T>(), width);
     }
     if (a.needs_grad(2)) g[2] = recurrent_weight_grad<T>(dg, h, h0.data<T>(), steps, batch, n, gh, lo);
-    if (a.needs_grad(3)) g[3] = lo == 0 ? dh_next : zeros(h0.shape(), x.dtype());
+    if (a.needs_grad(3)) g[3] = dh0;  // zero when truncation kept h0 out of reach
     if (lstm() && a.needs_grad(static_cast<std::size_t>(c0_at)))
       g[static_cast<std::size_t>(c0_at)] = lo == 0 ? dc : zeros(h0.shape(), x.dtype());
     Tensor db;

@@ -7,8 +7,10 @@
 //    gate activations in place, which backward turns into the gate gradients in place;
 //  - the weight gradients dW_hh, dW_ih and the biases' are one gemm (or sum) each over all
 //    steps, instead of a thin K = B gemm per step plus an add;
-//  - the tape keeps one node, and only what backward needs: the activations and cell
-//    states of an LSTM, nothing but the output of an RNN.
+//  - the tape keeps one node, and only what backward needs: for an LSTM the activations
+//    and the cell state at every ceil(sqrt(T))-th step (backward replays the others a
+//    segment at a time, bit for bit, from the activations), for an RNN nothing but its
+//    output. A second backward through the node runs its forward again first.
 // Under create_graph the backward is the scan of cells.hpp recorded op by op and
 // differentiated again, so gradients of gradients work as for every op.
 #include <cstdint>
