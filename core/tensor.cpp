@@ -85,4 +85,13 @@ Tensor Tensor::operator[](std::int64_t index) const {
   return Tensor(storage_, offset_ + index * recur::numel(rest), rest, dtype_);
 }
 
+Tensor Tensor::rows(std::int64_t start, std::int64_t stop) const {
+  if (rank() == 0 || start < 0 || stop < start || stop > shape_[0])
+    fail<IndexError>("rows", "rows [", start, ", ", stop, ") are out of range for shape ", to_string(shape_));
+  Shape out = shape_;
+  out[0] = stop - start;
+  const std::int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
+  return Tensor(storage_, offset_ + start * row, out, dtype_);
+}
+
 }  // namespace recur

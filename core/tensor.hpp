@@ -58,6 +58,8 @@ class Tensor {
   Tensor view(const Shape& shape) const;
   // The sub-tensor at `index` along axis 0, negative from the back (no copy).
   Tensor operator[](std::int64_t index) const;
+  // Elements [start, stop) along axis 0, 0 <= start <= stop <= size(0) (no copy).
+  Tensor rows(std::int64_t start, std::int64_t stop) const;
 
  private:
   void check_type(DType requested) const {

@@ -53,6 +53,7 @@ struct Slice {
   Tensor forward(const Tensor& x) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const SliceRange r = resolve(x.shape(), ax, start, stop, step);
+    if (ax == 0 && r.step == 1) return x.rows(r.start, r.stop);  // a view: TBPTT windows, outputs
     Shape out = x.shape();
     out[ax] = r.count;
     return detail::select_rows(x, AxisBlocks(x.shape(), ax), r.count, out, r);

@@ -24,6 +24,23 @@ using Doubles = std::vector<double>;
 
 // ---- values -------------------------------------------------------------------------
 
+TEST(Indexing, SliceOfRowsIsAViewAndItsGradientIsNotShared) {
+  const Tensor x = iota({4, 3});
+  const Tensor rows = slice(x, 0, 1, 3);  // rows 1 and 2: no copy
+  EXPECT_EQ(rows.storage(), x.storage());
+  EXPECT_EQ(values(rows), (Doubles{3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(slice(x, 0, 3, 1).shape(), (Shape{0, 3}));  // empty, like NumPy
+  EXPECT_NE(slice(x, 0, 0, 4, 2).storage(), x.storage());  // a step copies
+  EXPECT_THROW(x.rows(2, 5), IndexError);
+  // Two views of one value, each used twice: their gradients add up without touching the value.
+  Tape tape;
+  const Var v = tape.variable(iota({4, 3}, DType::float64));
+  const Var a = slice(v, 0, 0, 2), b = slice(v, 0, 1, 4);
+  tape.backward(sum(a * 2.0) + sum(b) + sum(a));
+  EXPECT_EQ(values(v.grad()), (Doubles{3, 3, 3, 4, 4, 4, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(values(v.value()), values(iota({4, 3}, DType::float64)));
+}
+
 TEST(Indexing, SliceFollowsNumPy) {
   const Tensor x = iota({2, 5});  // [[0..4], [5..9]]
   EXPECT_EQ(values(slice(x, 1, 1, 4)), (Doubles{1, 2, 3, 6, 7, 8}));

@@ -90,7 +90,10 @@ void TruncatedBptt::train_window(std::int64_t end, std::int64_t next_carry, cons
 
   Var loss_sum;
   auto run = [&](std::int64_t from, std::int64_t to) {
-    ChunkResult r = model_(state, buffered(inputs_, from, to), buffered(targets_, from, to),
+    // The window's steps as buffers of their own, so its tape holds k2 steps, not a view
+    // that keeps the whole fed piece alive.
+    auto own = [](const Tensor& t) { return t.defined() ? t.clone() : t; };
+    ChunkResult r = model_(state, own(buffered(inputs_, from, to)), own(buffered(targets_, from, to)),
                            std::max<std::int64_t>(0, count_from - from));
     if (r.state.size() != state.size())
       fail<ValueError>(kOp, "the model returned ", r.state.size(), " state values for ", state.size(), " carried");

@@ -7,7 +7,9 @@
 // The stream arrives in pieces of any length (feed), or all at once. The carried state is
 // kept as plain values between windows: each window starts from it as constants on a new
 // tape, which is the explicit detach. Memory is bounded by k2 steps: one window's tape
-// and at most k2 buffered input steps, whatever the stream's length.
+// (its steps are copied out of the buffer) and at most k2 buffered input steps besides
+// the piece being fed, whatever the stream's length. A piece is read in place, never
+// copied again as its windows are consumed.
 //
 // Window ending at step e (e = k1, 2k1, ...): it starts at c = max(0, e - k2) from the
 // carried state, counts the losses of steps [e - k1, e) and carries the state at
