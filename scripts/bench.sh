@@ -9,8 +9,8 @@
 # --rnn: only the RNN suite (bench/rnn_suite.hpp: Elman RNN and LSTM, configurations S, M,
 # L and TBPTT, recur's layers against LibTorch's manual loop and torch::nn), the 2048^3
 # sgemm peak its L rows are measured against, and the memory programs of the nn::LSTM layer
-# and LibTorch's loops: about 3 minutes after the build on a quiet 2-core machine with the
-# default repetitions (three times that when other jobs take the cores). --all: both.
+# and LibTorch's loops: about 7 minutes after the build on a quiet 2-core machine with the
+# default rounds (twice that when other jobs take the cores). --all: both, about 10 minutes.
 # The two sides run in alternating rounds (recur, LibTorch, LibTorch, recur, ...), so that a
 # slow spell of a shared machine does not fall on one side only. BENCH_ROUNDS (default 3)
 # rounds of BENCH_REPETITIONS (default 2) repetitions each, run in random order; the table
