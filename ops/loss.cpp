@@ -48,7 +48,8 @@ struct MseReduced {
   Reduction reduction;
 
   double scale(const Tensor& p) const {
-    return reduction == Reduction::mean && p.numel() > 0 ? 1.0 / static_cast<double>(p.numel()) : 1.0;
+    // The mean of nothing is NaN, as in NumPy and PyTorch.
+    return reduction == Reduction::mean ? 1.0 / static_cast<double>(p.numel()) : 1.0;
   }
 
   Tensor forward(const Tensor& p, const Tensor& t) const {

@@ -187,6 +187,9 @@ TEST(Mse, Values) {
   EXPECT_DOUBLE_EQ(mse(p, t, Reduction::sum).item(), 14.0);
   const Tensor none = mse(p, t, Reduction::none);
   EXPECT_TRUE(allclose(none, tensor({{1, 0}, {4, 9}}, f64)));
+  const Tensor empty = zeros({0, 3}, f64);
+  EXPECT_TRUE(std::isnan(mse(empty, empty).item()));  // the mean of nothing, as in PyTorch
+  EXPECT_EQ(mse(empty, empty, Reduction::sum).item(), 0.0);
 }
 
 TEST(BceWithLogits, MatchesTheFormulaAndHugeLogits) {

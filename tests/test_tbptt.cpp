@@ -142,6 +142,36 @@ TEST(TruncatedBptt, OneWindowOverTheWholeStreamIsFullBptt) {
   EXPECT_TRUE(allclose(rnn.U.grad(), full_U, 1e-13, 1e-13));
 }
 
+// A caller may refill the buffer it fed: the steps kept for later windows are not read
+// from it. Feeding one buffer refilled in place gives the window losses of fresh pieces.
+TEST(TruncatedBptt, RefillingTheFedBufferChangesNothing) {
+  Generator gen(4);
+  const std::int64_t T = 20, piece = 10;
+  const Tensor xs = normal({T, 4, 2}, 0.0, 1.0, gen, f64), ys = normal({T, 4, 3}, 0.0, 0.5, gen, f64);
+  SmallRnn rnn(gen);
+  auto losses = [&](bool refill) {
+    TruncatedBptt tbptt({.k1 = 4, .k2 = 6}, {zeros({4, 3}, f64)}, rnn.model());
+    std::vector<double> out;
+    Tensor bx = slice(xs, 0, 0, piece).clone(), by = slice(ys, 0, 0, piece).clone();
+    for (std::int64_t at = 0; at < T; at += piece) {
+      if (refill) {  // the same buffers, overwritten with the next piece
+        std::copy_n(slice(xs, 0, at, at + piece).data<double>(), bx.numel(), bx.data<double>());
+        std::copy_n(slice(ys, 0, at, at + piece).data<double>(), by.numel(), by.data<double>());
+      } else {
+        bx = slice(xs, 0, at, at + piece).clone();
+        by = slice(ys, 0, at, at + piece).clone();
+      }
+      tbptt.feed(bx, by, [&](const WindowReport& r) { out.push_back(r.loss); });
+    }
+    rnn.W.zero_grad();
+    rnn.U.zero_grad();
+    return out;
+  };
+  const std::vector<double> fresh = losses(false), refilled = losses(true);
+  ASSERT_EQ(fresh.size(), 5u);
+  EXPECT_EQ(fresh, refilled);
+}
+
 TEST(TruncatedBptt, MemoryIsBoundedByTheWindowNotTheStream) {
   Generator gen(5);
   SmallRnn rnn(gen);

@@ -332,6 +332,9 @@ struct FusedRecurrence {
 
   // create_graph: the same function recorded op by op through scan, differentiated again.
   Grads<Var> backward_recorded(const BackwardArgs<Var>& a) const {
+    return transactional(a.inputs[0], [&] { return backward_recorded_nodes(a); });
+  }
+  Grads<Var> backward_recorded_nodes(const BackwardArgs<Var>& a) const {
     auto input = [&](std::int8_t at) { return at >= 0 ? a.inputs[static_cast<std::size_t>(at)] : Var(); };
     const CellWeights w{a.inputs[1], a.inputs[2], input(b_ih_at), input(b_hh_at)};
     const Var out = detail::scan_recurrence(options, a.inputs[0], w, a.inputs[3], input(c0_at));

@@ -73,6 +73,9 @@ void TruncatedBptt::feed(const Tensor& inputs, const Tensor& targets, const Afte
     const std::int64_t end = done_ + options_.k1;
     train_window(end, std::max<std::int64_t>(0, end + options_.k1 - options_.k2), after_backward);
   }
+  // The steps kept for later windows must not be the caller's buffer, which it may refill.
+  if (inputs_.defined() && inputs_.storage() == inputs.storage()) inputs_ = inputs_.clone();
+  if (targets_.defined() && targets.defined() && targets_.storage() == targets.storage()) targets_ = targets_.clone();
 }
 
 void TruncatedBptt::flush(const AfterBackward& after_backward) {
