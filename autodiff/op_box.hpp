@@ -77,6 +77,8 @@ struct OpVTable {
   // Tensors the op keeps for its backward besides the node values (an op that has a
   // `Grads<Tensor> saved_tensors() const` says which); counted by Tape::bytes_held.
   Grads<Tensor> (*saved)(const void* op);
+  // Drops those tensors (a released checkpoint segment); the op's replay makes them again.
+  void (*drop_saved)(const void* op);
   void (*relocate)(void* dst, void* src);  // move-construct into dst, destroy src
   void (*destroy)(void* storage);
 };
@@ -140,6 +142,7 @@ class OpBox {
   Grads<Var> backward(const BackwardArgs<Var>& a) const { return vt_->backward_vars(buf_, a); }
   Tensor replay(const InputList<Tensor>& in) const { return vt_->replay(buf_, in); }
   Grads<Tensor> saved() const { return vt_->saved(buf_); }
+  void drop_saved() const { vt_->drop_saved(buf_); }
 
  private:
   void reset() {
@@ -157,6 +160,10 @@ class OpBox {
     if constexpr (requires { op.saved_tensors(); }) return op.saved_tensors();
     else return {};
   }
+  template <class O>
+  static void drop_saved_of(const O& op) {
+    if constexpr (requires { op.drop_saved(); }) op.drop_saved();
+  }
 
   template <class O, std::size_t Arity>
   static constexpr OpVTable inline_table{
@@ -165,6 +172,7 @@ class OpBox {
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_inline<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_inline<O>(p).backward(a); },
       [](const void* p) { return saved_of(get_inline<O>(p)); },
+      [](const void* p) { drop_saved_of(get_inline<O>(p)); },
       [](void* dst, void* src) {
         new (dst) O(std::move(*static_cast<O*>(src)));
         static_cast<O*>(src)->~O();
@@ -177,6 +185,7 @@ class OpBox {
       [](const void* p, const BackwardArgs<Tensor>& a) { return get_heap<O>(p).backward(a); },
       [](const void* p, const BackwardArgs<Var>& a) { return get_heap<O>(p).backward(a); },
       [](const void* p) { return saved_of(get_heap<O>(p)); },
+      [](const void* p) { drop_saved_of(get_heap<O>(p)); },
       [](void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); },
       [](void* p) { delete *static_cast<O**>(p); }};
 

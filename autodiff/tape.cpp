@@ -228,7 +228,10 @@ void Tape::release_values(std::uint32_t begin, std::uint32_t end, std::vector<st
 void Tape::release(Segment& seg) {
   for (std::uint32_t i = seg.begin; i < seg.end; ++i) {
     detail::Node& n = nodes_[i];
-    if (n.op && !std::binary_search(seg.keep.begin(), seg.keep.end(), i)) n.value = Tensor();
+    if (n.op && !std::binary_search(seg.keep.begin(), seg.keep.end(), i)) {
+      n.value = Tensor();
+      n.op.drop_saved();
+    }
   }
   seg.materialized = false;
 }

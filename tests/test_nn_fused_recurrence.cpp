@@ -176,6 +176,39 @@ TEST(FusedRecurrence, TapeCountsTheSavedActivationsAndCells) {
   EXPECT_LT(tape.bytes_held() - inputs, held);
 }
 
+// A fused LSTM inside a checkpointed scan: releasing a segment drops the op's saved
+// activations too (the replay makes them again), and the gradients do not change.
+TEST(FusedRecurrence, InsideACheckpointedScanReleasesItsSavedTensors) {
+  Generator gen(15);
+  const Tensor xs = normal({6, 5, 2, 3}, 0, 1, gen, f64);  // 6 outer steps of [5 inner steps, B 2, I 3]
+  const Tensor w_ih = normal({8, 3}, 0, 0.5, gen, f64), w_hh = normal({8, 2}, 0, 0.5, gen, f64);
+  struct Run {
+    std::size_t held;
+    Tensor d_ih, d_hh, dx;
+  };
+  auto run = [&](Checkpoint checkpoint) {
+    Tape tape;
+    const Var x = tape.variable(xs), a = tape.variable(w_ih), b = tape.variable(w_hh);
+    const Var zero = tape.constant(zeros({2, 2}, f64));
+    auto r = scan([](std::span<const Var> v) -> StepResult {
+      const Var out = fused_recurrence({}, v[0], {v[3], v[4]}, v[1], v[2]);
+      return {index(out, 0, 4), index(out, 0, 5)};
+    }, {.sequences = {x}, .outputs_info = {zero, zero}, .non_sequences = {a, b}, .checkpoint = checkpoint});
+    const Var loss = sum(r[0] * r[0]) + sum(r[1]);
+    Run out{tape.bytes_held(), {}, {}, {}};
+    tape.backward(loss);
+    out.d_ih = a.grad();
+    out.d_hh = b.grad();
+    out.dx = x.grad();
+    return out;
+  };
+  const Run full = run(Checkpoint::none()), released = run(Checkpoint::every_k(2));
+  EXPECT_LT(released.held, full.held / 2);
+  EXPECT_EQ(max_abs_diff(full.d_ih, released.d_ih), 0.0);
+  EXPECT_EQ(max_abs_diff(full.d_hh, released.d_hh), 0.0);
+  EXPECT_EQ(max_abs_diff(full.dx, released.dx), 0.0);
+}
+
 TEST(FusedRecurrence, BadArgumentsNameTheShapesAndRecordNothing) {
   Tape tape;
   const Var x = tape.variable(zeros({3, 2, 4}, f64)), h0 = tape.variable(zeros({2, 5}, f64));

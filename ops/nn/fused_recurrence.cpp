@@ -152,6 +152,7 @@ struct FusedRecurrence {
 
   bool lstm() const { return options.kind == CellKind::lstm; }
   Grads<Tensor> saved_tensors() const { return {saved->act, saved->cells}; }
+  void drop_saved() const { *saved = Saved{}; }  // a released checkpoint segment: replay remakes them
 
   Tensor forward(std::span<const Tensor> in) const {
     return dispatch_floating(name, in[0].dtype(), [&]<class T>() { return forward_as<T>(in); });
