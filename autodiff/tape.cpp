@@ -419,6 +419,9 @@ void Tape::propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
     const BackwardArgs<G> args{g, InputList<G>(inputs.data(), k), out,
                                std::span<const std::uint8_t>(needs.data(), k), sink};
     Grads<G> gs = n.op.backward(args);
+    if (has_segments)  // a backward that ran a pass of its own (create_graph) may have released them
+      for (std::uint32_t in : n.inputs)
+        if (!nodes_[in].value.defined()) ensure_value(in);
     for (std::size_t j = 0; j < k && j < gs.size(); ++j) {
       if (!needs[j] || !is_defined(gs[j])) continue;
       const Tensor& in_value = nodes_[n.inputs[j]].value;

@@ -139,6 +139,27 @@ TEST(FusedRecurrence, TruncationByHand) {
   }
 }
 
+// Under create_graph the gradient is recorded through the scan of cells; its value must be
+// the plain backward's, also when the upstream gradient depends on the output itself.
+TEST(FusedRecurrence, RecordedGradientEqualsThePlainOne) {
+  Generator gen(16);
+  for (const Case& c : {Case{CellKind::lstm, Nonlinearity::tanh, false, true, -1},
+                        Case{CellKind::rnn, Nonlinearity::tanh, true, true, 2}}) {
+    const Inputs v = make_inputs(c, 4, 2, 3, 2, gen);
+    Tensor plain, recorded;
+    for (bool create_graph : {false, true}) {
+      Tape tape;
+      const Var w_hh = tape.variable(v.w_hh), x = tape.constant(v.x), h0 = tape.constant(v.h0);
+      const Var w_ih = tape.constant(v.w_ih), c0 = c.kind == CellKind::lstm ? tape.constant(v.c0) : Var();
+      const FusedRecurrenceOptions o{.kind = c.kind, .reverse = c.reverse, .truncate_gradient = c.truncate};
+      const Var out = fused_recurrence(o, x, {w_ih, w_hh}, h0, c0);
+      const Var loss = sum(out * out);
+      (create_graph ? recorded : plain) = grad(loss, w_hh, {.create_graph = create_graph}).value();
+    }
+    EXPECT_LT(max_abs_diff(plain, recorded), 1e-13) << describe(c);
+  }
+}
+
 TEST(FusedRecurrence, SecondBackwardThroughTheSameNodeRecomputes) {
   Generator gen(12);
   const Case c{CellKind::lstm, Nonlinearity::tanh, false, true, -1};
@@ -204,6 +225,20 @@ TEST(FusedRecurrence, InsideACheckpointedScanReleasesItsSavedTensors) {
   };
   const Run full = run(Checkpoint::none()), released = run(Checkpoint::every_k(2));
   EXPECT_LT(released.held, full.held / 2);
+  // create_graph through the same scan: the op's recorded backward runs a pass of its own
+  // inside the outer one, whose segment values must be there again after it.
+  auto recorded = [&](Checkpoint checkpoint) {
+    Tape tape;
+    const Var x = tape.variable(xs), a = tape.variable(w_ih), b = tape.variable(w_hh);
+    const Var zero = tape.constant(zeros({2, 2}, f64));
+    auto r = scan([](std::span<const Var> v) -> StepResult {
+      const Var out = fused_recurrence({}, v[0] * 1.5, {v[3], v[4]}, v[1], v[2]);
+      return {index(out, 0, 4), index(out, 0, 5)};
+    }, {.sequences = {x}, .outputs_info = {zero, zero}, .non_sequences = {a, b}, .checkpoint = checkpoint});
+    const Var loss = sum(r[0] * r[0]) + sum(r[1]);
+    return grad(loss, b, {.create_graph = true}).value();
+  };
+  EXPECT_LT(max_abs_diff(recorded(Checkpoint::none()), recorded(Checkpoint::every_k(2))), 1e-13);
   EXPECT_EQ(max_abs_diff(full.d_ih, released.d_ih), 0.0);
   EXPECT_EQ(max_abs_diff(full.d_hh, released.d_hh), 0.0);
   EXPECT_EQ(max_abs_diff(full.dx, released.dx), 0.0);

@@ -17,6 +17,7 @@
 #include <recur/ops/nn/direction.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/reduce.hpp>
+#include <recur/ops/shape.hpp>
 
 namespace recur::nn {
 namespace {
@@ -335,13 +336,20 @@ struct FusedRecurrence {
   Grads<Var> backward_recorded(const BackwardArgs<Var>& a) const {
     return transactional(a.inputs[0], [&] { return backward_recorded_nodes(a); });
   }
+  // The vector-Jacobian product J^T grad, recorded: the scan is run on fresh aliases of the
+  // inputs (reshape nodes, no copies) and differentiated from sum(out * grad) back to those
+  // aliases only. The nested pass then walks nothing older than them, so it neither adds
+  // the terms of grad's own dependence on the inputs (grad = 2 out for a loss sum(out^2):
+  // the outer pass owns those) nor re-enters other fused nodes through grad's history.
   Grads<Var> backward_recorded_nodes(const BackwardArgs<Var>& a) const {
-    auto input = [&](std::int8_t at) { return at >= 0 ? a.inputs[static_cast<std::size_t>(at)] : Var(); };
-    const CellWeights w{a.inputs[1], a.inputs[2], input(b_ih_at), input(b_hh_at)};
-    const Var out = detail::scan_recurrence(options, a.inputs[0], w, a.inputs[3], input(c0_at));
+    std::vector<Var> in;
+    for (std::size_t i = 0; i < a.inputs.size(); ++i) in.push_back(reshape(a.inputs[i], a.inputs[i].shape()));
+    auto input = [&](std::int8_t at) { return at >= 0 ? in[static_cast<std::size_t>(at)] : Var(); };
+    const CellWeights w{in[1], in[2], input(b_ih_at), input(b_hh_at)};
+    const Var out = detail::scan_recurrence(options, in[0], w, in[3], input(c0_at));
     std::vector<Var> wanted;
-    for (std::size_t i = 0; i < a.inputs.size(); ++i)
-      if (a.needs_grad(i)) wanted.push_back(a.inputs[i]);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (a.needs_grad(i)) wanted.push_back(in[i]);
     const Var total = sum(out * a.grad);
     const std::vector<Var> gs = grad(std::span<const Var>(&total, 1), wanted, {}, {.create_graph = true});
     Grads<Var> g(a.inputs.size());

@@ -75,6 +75,12 @@ std::vector<GradCase> recurrent_cases() {
       // The fused layer direction; its second order is the scan above recorded again.
       {"fused_recurrence_lstm", cell_shapes(4, true, true),
        [](S x) { return fused_recurrence({}, x[0], weights(x, 3), x[1], x[2]); }},
+      // Squared: the upstream gradient depends on the op's output, which its recorded
+      // backward must treat as given (second order checks that).
+      {"fused_recurrence_lstm_squared", cell_shapes(4, true, true), [](S x) {
+         const Var out = fused_recurrence({}, x[0], weights(x, 3), x[1], x[2]);
+         return out * out;
+       }},
       {"fused_recurrence_lstm_reverse", cell_shapes(4, true, true),
        [](S x) { return fused_recurrence({.reverse = true}, x[0], weights(x, 3), x[1], x[2]); }},
       {"fused_recurrence_rnn_tanh_reverse", cell_shapes(1, false, true),
