@@ -9,24 +9,28 @@
 
 namespace recur::nn {
 namespace {
-
 std::string shape_of(const Var& v) { return v.defined() ? to_string(v.shape()) : "(none)"; }
+}  // namespace
 
-// The arguments of a cell with `gates` gates: x [B, I], h (and c) [B, H], the weights and
-// biases in PyTorch's layout. Everything is checked before anything is recorded.
-void check_cell(std::string_view op, std::int64_t gates, const Var& x, const Var& h, const Var* c,
-                const CellWeights& w) {
+namespace detail {
+
+void check_cell_arguments(std::string_view op, std::int64_t gates, const Var& x, const Var& h, const Var* c,
+                          const CellWeights& w, const CellArgumentNames& names) {
+  const std::string h_name(names.h), c_name(names.c);
   if (!x.defined() || !h.defined() || !w.w_ih.defined() || !w.w_hh.defined() || (c && !c->defined()))
-    fail<ValueError>(op, "x, h", c ? ", c" : "", ", w_ih and w_hh must be defined Vars");
+    fail<ValueError>(op, "x, ", h_name, c ? ", " + c_name : std::string(), ", w_ih and w_hh must be defined Vars");
+  const std::int64_t x_rank = names.sequence ? 3 : 2, batch_axis = names.sequence ? 1 : 0;
+  const bool x_fits = x.rank() == x_rank && (!names.sequence || x.size(0) >= 1);
   const std::int64_t hidden = h.rank() == 2 ? h.size(1) : -1;
-  const Shape wih{gates * hidden, x.rank() == 2 ? x.size(1) : -1}, whh{gates * hidden, hidden}, bias{gates * hidden};
+  const Shape wih{gates * hidden, x_fits ? x.size(x_rank - 1) : -1}, whh{gates * hidden, hidden}, bias{gates * hidden};
   auto bad_bias = [&](const Var& b) { return b.defined() && b.shape() != bias; };
-  if (x.rank() != 2 || h.rank() != 2 || h.size(0) != x.size(0) || (c && c->shape() != h.shape()) ||
+  if (!x_fits || h.rank() != 2 || h.size(0) != x.size(batch_axis) || (c && c->shape() != h.shape()) ||
       w.w_ih.shape() != wih || w.w_hh.shape() != whh || bad_bias(w.b_ih) || bad_bias(w.b_hh))
-    fail<ShapeError>(op, "arguments do not fit: 'x' ", shape_of(x), ", 'h' ", shape_of(h),
-                     c ? ", 'c' " + shape_of(*c) : std::string(), ", 'w_ih' ", shape_of(w.w_ih), ", 'w_hh' ",
-                     shape_of(w.w_hh), ", 'b_ih' ", shape_of(w.b_ih), ", 'b_hh' ", shape_of(w.b_hh),
-                     "; expected x [B, I], h", c ? " and c" : "", " [B, H], w_ih [", gates, "*H, I], w_hh [", gates,
+    fail<ShapeError>(op, "arguments do not fit: 'x' ", shape_of(x), ", '", h_name, "' ", shape_of(h),
+                     c ? ", '" + c_name + "' " + shape_of(*c) : std::string(), ", 'w_ih' ", shape_of(w.w_ih),
+                     ", 'w_hh' ", shape_of(w.w_hh), ", 'b_ih' ", shape_of(w.b_ih), ", 'b_hh' ", shape_of(w.b_hh),
+                     "; expected x ", names.sequence ? "[T >= 1, B, I]" : "[B, I]", ", ", h_name,
+                     c ? " and " + c_name : std::string(), " [B, H], w_ih [", gates, "*H, I], w_hh [", gates,
                      "*H, H], biases [", gates, "*H]");
   for (const Var* v : {&h, c, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh})
     if (v && v->defined() && v->dtype() != x.dtype())
@@ -34,7 +38,7 @@ void check_cell(std::string_view op, std::int64_t gates, const Var& x, const Var
                        " for one of shape ", to_string(v->shape()));
 }
 
-}  // namespace
+}  // namespace detail
 
 Var project(const Var& x, const Var& w, const Var& b) {
   return transactional(x, [&] {
@@ -60,17 +64,17 @@ Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh) {
 }
 
 Var rnn_cell(const Var& x, const Var& h, const CellWeights& w, Nonlinearity act) {
-  check_cell("rnn_cell", 1, x, h, nullptr, w);
+  detail::check_cell_arguments("rnn_cell", 1, x, h, nullptr, w, {});
   return transactional(x, [&] { return rnn_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh, act); });
 }
 
 LstmState lstm_cell(const Var& x, const Var& h, const Var& c, const CellWeights& w) {
-  check_cell("lstm_cell", 4, x, h, &c, w);
+  detail::check_cell_arguments("lstm_cell", 4, x, h, &c, w, {});
   return transactional(x, [&] { return lstm_step(project(x, w.w_ih, w.b_ih), h, c, w.w_hh, w.b_hh); });
 }
 
 Var gru_cell(const Var& x, const Var& h, const CellWeights& w) {
-  check_cell("gru_cell", 3, x, h, nullptr, w);
+  detail::check_cell_arguments("gru_cell", 3, x, h, nullptr, w, {});
   return transactional(x, [&] { return gru_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh); });
 }
 

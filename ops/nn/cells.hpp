@@ -6,6 +6,8 @@
 // Each is two matrix products and the fused elementwise op of ops/nn/pointwise.hpp.
 // The *_step forms take x's projection already made (the sequence layers make it once
 // for all steps) and are what the layers' scan runs.
+#include <string_view>
+
 #include <recur/autodiff/var.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 
@@ -34,5 +36,19 @@ Var project(const Var& x, const Var& w, const Var& b = Var());
 Var rnn_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, Nonlinearity act);
 LstmState lstm_step(const Var& xproj, const Var& h, const Var& c, const Var& w_hh, const Var& b_hh);
 Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh);
+
+namespace detail {
+// How the checked arguments are named and laid out: x [B, I], or [T >= 1, B, I] when
+// `sequence`; h (and c) [B, H].
+struct CellArgumentNames {
+  bool sequence = false;
+  std::string_view h = "h", c = "c";
+};
+// The arguments of a cell with `gates` gates in PyTorch's layout (c only when given, biases
+// optional), checked before anything is recorded: ValueError for an undefined one,
+// ShapeError naming `op` and every argument's shape, DTypeError for mixed dtypes.
+void check_cell_arguments(std::string_view op, std::int64_t gates, const Var& x, const Var& h, const Var* c,
+                          const CellWeights& w, const CellArgumentNames& names);
+}  // namespace detail
 
 }  // namespace recur::nn

@@ -22,8 +22,6 @@
 namespace recur::nn {
 namespace {
 
-std::string shape_of(const Var& v) { return v.defined() ? to_string(v.shape()) : "(none)"; }
-
 // LSTM, gate order i, f, g, o. A step turns the pre-activations [B, 4H] into activations in
 // place and writes c_t and h_t; backward turns the activations into the gradients of the
 // pre-activations in place and carries dc to the step before.
@@ -364,25 +362,9 @@ void check_arguments(const FusedRecurrenceOptions& o, const Var& x, const CellWe
   constexpr std::string_view op = FusedRecurrence::name;
   if (o.kind == CellKind::gru) fail<ValueError>(op, "runs RNN and LSTM cells; a GRU runs through scan");
   const bool lstm = o.kind == CellKind::lstm;
-  if (!x.defined() || !h0.defined() || !w.w_ih.defined() || !w.w_hh.defined() || (lstm && !c0.defined()))
-    fail<ValueError>(op, "x, h0", lstm ? ", c0" : "", ", w_ih and w_hh must be defined Vars");
-  const std::int64_t gates = lstm ? 4 : 1, n = h0.rank() == 2 ? h0.size(1) : -1;
-  const bool fits = x.rank() == 3 && x.size(0) >= 1 && h0.rank() == 2 && h0.size(0) == x.size(1) &&
-                    (!lstm || c0.shape() == h0.shape()) && w.w_ih.shape() == Shape{gates * n, x.size(2)} &&
-                    w.w_hh.shape() == Shape{gates * n, n} &&
-                    (!w.b_ih.defined() || w.b_ih.shape() == Shape{gates * n}) &&
-                    (!w.b_hh.defined() || w.b_hh.shape() == Shape{gates * n});
-  if (!fits)
-    fail<ShapeError>(op, "arguments do not fit: 'x' ", shape_of(x), ", 'h0' ", shape_of(h0),
-                     lstm ? ", 'c0' " + shape_of(c0) : std::string(), ", 'w_ih' ", shape_of(w.w_ih), ", 'w_hh' ",
-                     shape_of(w.w_hh), ", 'b_ih' ", shape_of(w.b_ih), ", 'b_hh' ", shape_of(w.b_hh),
-                     "; expected x [T >= 1, B, I], h0", lstm ? " and c0" : "", " [B, H], w_ih [", gates,
-                     "*H, I], w_hh [", gates, "*H, H], biases [", gates, "*H]");
+  detail::check_cell_arguments(op, lstm ? 4 : 1, x, h0, lstm ? &c0 : nullptr, w,
+                               {.sequence = true, .h = "h0", .c = "c0"});
   if (!is_floating(x.dtype())) fail<DTypeError>(op, "expects float32 or float64, got ", x.dtype());
-  for (const Var* v : {&h0, &c0, &w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh})
-    if (v->defined() && v->dtype() != x.dtype())
-      fail<DTypeError>(op, "all arguments must have the dtype of 'x' (", x.dtype(), "), got ", v->dtype(),
-                       " for one of shape ", to_string(v->shape()));
 }
 
 }  // namespace
