@@ -48,13 +48,6 @@ struct Sequences {
   }
 };
 
-// A standard normal by Box and Muller from two uniforms of `gen`.
-inline double standard_normal(recur::Generator& gen) {
-  const double u1 = 1.0 - gen.next_double();  // (0, 1]: log is finite
-  const double u2 = gen.next_double();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-}
-
 // length >= 1, count >= 1, noise >= 0 (std::invalid_argument otherwise). Draws per
 // sequence, in this order: A, d, w, phi, then the noise of steps 0 .. length-1.
 inline Sequences make_sequences(std::int64_t length, std::int64_t count, double noise, recur::Generator& gen,
@@ -77,9 +70,10 @@ inline Sequences make_sequences(std::int64_t length, std::int64_t count, double 
     s.oscillators.push_back(o);
     for (std::int64_t t = 0; t <= length; ++t)
       s.clean[static_cast<std::size_t>(t * count + b)] = static_cast<float>(o.at(static_cast<double>(t)));
+    const recur::Tensor noises = recur::normal({length}, 0.0, noise, gen, recur::DType::float64);
+    const double* e = noises.data<double>();
     for (std::int64_t t = 0; t < length; ++t)
-      s.noisy[static_cast<std::size_t>(t * count + b)] =
-          static_cast<float>(o.at(static_cast<double>(t)) + noise * standard_normal(gen));
+      s.noisy[static_cast<std::size_t>(t * count + b)] = static_cast<float>(o.at(static_cast<double>(t)) + e[t]);
   }
   return s;
 }
