@@ -20,6 +20,24 @@ Shape taken_shape(const Shape& x, std::int64_t axis, const Shape& indices) {
   return out;
 }
 
+// Take's and gather's gradients are scatters (TakeScatter, GatherScatter): added into the
+// input's accumulated gradient in place in plain backward, recorded as an op otherwise.
+template <class Scatter, class V>
+Grads<V> scatter_gradient(const BackwardArgs<V>& a, const Scatter& scatter) {
+  Grads<V> g(2);
+  if (!add_in_place(a, 0, [&](Tensor& acc) { scatter.add_into(acc, value_of(a.grad), value_of(a.inputs[1])); }))
+    g[0] = apply_op(scatter, a.grad, a.inputs[1]);
+  return g;
+}
+
+// A scatter's forward: g added into zeros of the scattered-into shape.
+template <class Scatter>
+Tensor scatter_into_zeros(const Scatter& scatter, const Shape& shape, const Tensor& g, const Tensor& indices) {
+  Tensor acc = zeros(shape, g.dtype());
+  scatter.add_into(acc, g, indices);
+  return acc;
+}
+
 // The gradient of take: g's rows added into zeros whose `axis` has size n (repeated
 // indices accumulate).
 struct TakeScatter {
@@ -35,9 +53,7 @@ struct TakeScatter {
     Shape out(g.shape().begin(), g.shape().begin() + axis);
     out.push_back(n);
     out.insert(out.end(), g.shape().begin() + axis + indices.rank(), g.shape().end());
-    Tensor acc = zeros(out, g.dtype());
-    add_into(acc, g, indices);
-    return acc;
+    return scatter_into_zeros(*this, out, g, indices);
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
@@ -60,14 +76,10 @@ struct Take {
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
-    Grads<V> g(2);
+    if (!a.needs_grad(0)) return Grads<V>(2);
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
-    if (!a.needs_grad(0)) return g;
-    const TakeScatter scatter{ax, in[ax]};
-    if (!add_in_place(a, 0, [&](Tensor& acc) { scatter.add_into(acc, value_of(a.grad), value_of(a.inputs[1])); }))
-      g[0] = apply_op(scatter, a.grad, a.inputs[1]);
-    return g;
+    return scatter_gradient(a, TakeScatter{ax, in[ax]});
   }
 };
 
@@ -102,9 +114,7 @@ struct GatherScatter {
     });
   }
   Tensor forward(const Tensor& g, const Tensor& indices) const {
-    Tensor out = zeros(x_shape, g.dtype());
-    add_into(out, g, indices);
-    return out;
+    return scatter_into_zeros(*this, x_shape, g, indices);
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
@@ -139,13 +149,9 @@ struct Gather {
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
-    Grads<V> g(2);
+    if (!a.needs_grad(0)) return Grads<V>(2);
     const Shape& in = a.inputs[0].shape();
-    if (!a.needs_grad(0)) return g;
-    const GatherScatter scatter{normalize_axis(name, axis, in), in};
-    if (!add_in_place(a, 0, [&](Tensor& acc) { scatter.add_into(acc, value_of(a.grad), value_of(a.inputs[1])); }))
-      g[0] = apply_op(scatter, a.grad, a.inputs[1]);
-    return g;
+    return scatter_gradient(a, GatherScatter{normalize_axis(name, axis, in), in});
   }
 };
 
