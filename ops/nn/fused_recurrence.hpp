@@ -1,6 +1,6 @@
 #pragma once
 // A whole layer direction of an Elman RNN or an LSTM as one op on the tape: the same
-// function as running the cell through scan (ops/nn/direction.cpp does that too), with a
+// function as running the cell through scan (ops/nn/scan_recurrence.cpp does that), with a
 // forward and backward written as loops over time around the BLAS calls, the way cuDNN
 // runs a layer. What that buys over a scan of per-step ops:
 //  - the input projection x W_ih^T is one gemm over all steps, and its buffer becomes the
@@ -24,14 +24,17 @@ struct FusedRecurrenceOptions {
   CellKind kind = CellKind::lstm;  // rnn or lstm (GRU runs through scan)
   Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
   bool reverse = false;                // run from the last step to the first
-  std::int64_t truncate_gradient = -1;  // scan's: backpropagate through the last k steps only
+  // scan's: backpropagate through the last k >= 0 steps only; -1: through all of them
+  // (ValueError below -1).
+  std::int64_t truncate_gradient = -1;
 };
 
 // x [T, B, I] (T >= 1), the cell's weights in PyTorch's layout (biases may be undefined),
 // h0 [B, H] and, for an LSTM, c0 [B, H]. Returns, in time order whatever the direction,
 //   RNN:  [T, B, H], h_t at every step;
 //   LSTM: [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
-// ShapeError / DTypeError naming the argument and the shapes before anything is recorded.
+// ShapeError / DTypeError naming the argument and the shapes, ValueError for a GRU or a
+// truncate_gradient below -1, before anything is recorded.
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
                      const Var& c0 = Var());
 

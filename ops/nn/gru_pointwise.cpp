@@ -6,21 +6,13 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/nn/cell_kernels_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/unary.hpp>
 
 namespace recur::nn {
 namespace {
-
-// r, z and n = tanh(x_n + r h_n) for one row (act = [r, z, n], each n long).
-template <class T>
-void gru_activations(const T* x, const T* h, T* act, std::int64_t n) {
-  detail::sigmoid_row(x, h, act, 2 * n);
-  T *r = act, *cand = act + 2 * n;
-  for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + r[j] * h[2 * n + j];
-  detail::tanh_row(cand, cand, n);
-}
 
 struct GruPointwise {
   static constexpr std::string_view name = "gru_pointwise";
@@ -34,11 +26,8 @@ struct GruPointwise {
       const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>();
       T* po = out.data<T>();
       std::vector<T> act(static_cast<std::size_t>(3 * n));
-      const T *z = act.data() + n, *cand = act.data() + 2 * n;
-      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, po += n) {
-        gru_activations(px, ph, act.data(), n);
-        for (std::int64_t j = 0; j < n; ++j) po[j] = cand[j] + z[j] * (pv[j] - cand[j]);
-      }
+      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, po += n)
+        detail::GruKernel<T>::forward(px, ph, pv, po, act.data(), n);
     });
     return out;
   }
@@ -68,22 +57,8 @@ struct GruPointwise {
       const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>(), *pg = grad.data<T>();
       T *qx = dx.data<T>(), *qh = dhp.data<T>(), *qv = dh.data<T>();
       std::vector<T> act(static_cast<std::size_t>(3 * n));
-      const T *r = act.data(), *z = r + n, *cand = z + n;
-      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, pg += n, qx += 3 * n, qh += 3 * n, qv += n) {
-        gru_activations(px, ph, act.data(), n);
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T g = pg[j];
-          const T dn = g * (T(1) - z[j]) * (T(1) - cand[j] * cand[j]);
-          const T dr = dn * ph[2 * n + j] * r[j] * (T(1) - r[j]), dz = g * (pv[j] - cand[j]) * z[j] * (T(1) - z[j]);
-          qx[j] = dr;
-          qh[j] = dr;
-          qx[n + j] = dz;
-          qh[n + j] = dz;
-          qx[2 * n + j] = dn;
-          qh[2 * n + j] = dn * r[j];
-          qv[j] = g * z[j];
-        }
-      }
+      for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, pg += n, qx += 3 * n, qh += 3 * n, qv += n)
+        detail::GruKernel<T>::backward(px, ph, pv, pg, qx, qh, qv, act.data(), n);
     });
     return {dx, dhp, dh};
   }

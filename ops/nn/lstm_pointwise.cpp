@@ -3,25 +3,19 @@
 // storing them: the op stays a pure function of its inputs, so a scan checkpoint that
 // releases and replays it needs nothing else, and the vectorized activations
 // (fast_math.hpp) make the recomputation cheaper than keeping them would be in memory.
+#include <algorithm>
 #include <vector>
 
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/nn/cell_kernels_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/unary.hpp>
 
 namespace recur::nn {
 namespace {
-
-// act = [sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)] for one row of gates [4n].
-template <class T>
-void gate_activations(const T* gates, T* act, std::int64_t n) {
-  detail::sigmoid_row<T>(gates, nullptr, act, 2 * n);
-  detail::tanh_row(gates + 2 * n, act + 2 * n, n);
-  detail::sigmoid_row<T>(gates + 3 * n, nullptr, act + 3 * n, n);
-}
 
 struct LstmPointwise {
   static constexpr std::string_view name = "lstm_pointwise";
@@ -32,15 +26,10 @@ struct LstmPointwise {
     Tensor out = Tensor::empty({batch, 2 * n}, c.dtype());
     dispatch_floating(name, c.dtype(), [&]<class T>() {
       const T *pg = gates.data<T>(), *pc = c.data<T>();
-      T* po = out.data<T>();
-      std::vector<T> act(static_cast<std::size_t>(5 * n));  // i, f, g, o, tanh(c')
-      T *i = act.data(), *f = i + n, *g = f + n, *o = g + n, *tc = o + n;
-      for (std::int64_t b = 0; b < batch; ++b, pg += 4 * n, pc += n, po += 2 * n) {
-        gate_activations(pg, i, n);
-        for (std::int64_t j = 0; j < n; ++j) po[n + j] = f[j] * pc[j] + i[j] * g[j];
-        detail::tanh_row(po + n, tc, n);
-        for (std::int64_t j = 0; j < n; ++j) po[j] = o[j] * tc[j];
-      }
+      T* po = out.data<T>();  // each row [h', c']
+      std::vector<T> scratch(static_cast<std::size_t>(5 * n));  // the activations [4n], tanh(c') [n]
+      for (std::int64_t b = 0; b < batch; ++b, pg += 4 * n, pc += n, po += 2 * n)
+        detail::LstmKernel<T>::forward(pg, scratch.data(), pc, po + n, po, scratch.data() + 4 * n, n);
     });
     return out;
   }
@@ -68,19 +57,13 @@ struct LstmPointwise {
     dispatch_floating(name, c.dtype(), [&]<class T>() {
       const T *pg = gates.data<T>(), *pc = c.data<T>(), *po = out.data<T>(), *pd = grad.data<T>();
       T *dg = dgates.data<T>(), *dcp = dc.data<T>();
-      std::vector<T> act(static_cast<std::size_t>(5 * n));
-      T *i = act.data(), *f = i + n, *g = f + n, *o = g + n, *tc = o + n;
+      std::vector<T> scratch(static_cast<std::size_t>(n));
       for (std::int64_t b = 0; b < batch; ++b, pg += 4 * n, pc += n, po += 2 * n, pd += 2 * n, dg += 4 * n, dcp += n) {
-        gate_activations(pg, i, n);
-        detail::tanh_row(po + n, tc, n);
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T dnext = pd[n + j] + pd[j] * o[j] * (T(1) - tc[j] * tc[j]);
-          dg[j] = dnext * g[j] * i[j] * (T(1) - i[j]);
-          dg[n + j] = dnext * pc[j] * f[j] * (T(1) - f[j]);
-          dg[2 * n + j] = dnext * i[j] * (T(1) - g[j] * g[j]);
-          dg[3 * n + j] = pd[j] * tc[j] * o[j] * (T(1) - o[j]);
-          dcp[j] = dnext * f[j];
-        }
+        // The kernel works in place: the activations become the gates' gradients, the
+        // gradient reaching c' becomes the one reaching c.
+        detail::LstmKernel<T>::activations(pg, dg, n);
+        std::copy(pd + n, pd + 2 * n, dcp);
+        detail::LstmKernel<T>::backward(dg, pc, po + n, pd, dcp, scratch.data(), n);
       }
     });
     return {dgates, dc};

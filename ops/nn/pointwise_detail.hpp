@@ -1,12 +1,11 @@
 #pragma once
 // Internal to the fused recurrent ops (ops/nn/*_pointwise.cpp): the checks of their
-// arguments; their activation loops are in fast_math.hpp.
+// arguments; their arithmetic is in cell_kernels_detail.hpp.
 #include <cstdint>
 #include <string_view>
 
 #include <recur/core/elementwise.hpp>
 #include <recur/core/tensor.hpp>
-#include <recur/ops/nn/fast_math.hpp>
 
 namespace recur::nn::detail {
 

@@ -2,6 +2,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/compare.hpp>
 #include <recur/ops/define.hpp>
+#include <recur/ops/nn/cell_kernels_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 
@@ -15,10 +16,8 @@ struct RnnPointwise {
   Tensor forward(const Tensor& xproj, const Tensor& hproj) const {
     detail::check_step_argument(name, xproj, "xproj", 1, hproj, "hproj");
     return dispatch_floating(name, xproj.dtype(), [&]<class T>() {
-      if (act == Nonlinearity::relu)
-        return binary_map<T>(name, xproj, hproj, [](T x, T h) { return x + h > 0 ? x + h : T(0); });
       Tensor y = binary_map<T>(name, xproj, hproj, [](T x, T h) { return x + h; });
-      detail::tanh_row(y.data<T>(), y.data<T>(), y.numel());
+      detail::RnnKernel<T>::forward(y.data<T>(), y.numel(), act);
       return y;
     });
   }
@@ -28,10 +27,10 @@ struct RnnPointwise {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     V d;
     if constexpr (std::is_same_v<V, Tensor>) {
-      d = dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
-        if (act == Nonlinearity::tanh)
-          return binary_map<T>(name, a.grad, a.output, [](T g, T y) { return g * (T(1) - y * y); });
-        return binary_map<T>(name, a.grad, a.output, [](T g, T y) { return y > 0 ? g : T(0); });
+      d = Tensor::empty(a.grad.shape(), a.grad.dtype());
+      dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
+        detail::RnnKernel<T>::backward(a.output.template data<T>(), a.grad.template data<T>(), d.template data<T>(),
+                                       d.numel(), act);
       });
     } else if (act == Nonlinearity::tanh) {
       d = a.grad * (1.0 - a.output * a.output);

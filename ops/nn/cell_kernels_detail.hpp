@@ -1,0 +1,128 @@
+#pragma once
+// Internal to the fused recurrent ops: the arithmetic of each cell's elementwise part, once,
+// as plain loops over one batch row of H units. Every fast path calls these: the per-step
+// ops of pointwise.hpp (forward and plain backward) and the fused layer op of
+// fused_recurrence.hpp (forward, the replay of the cell states, backward). The
+// differentiable form of the same arithmetic, for create_graph, is built from ops in the
+// per-step ops' backward. Gate order and equations are PyTorch's (pointwise.hpp).
+//
+// Each row function is a few branch-free loops that the compiler vectorizes; the
+// activations are the row kernels of fast_math.hpp.
+#include <cstdint>
+
+#include <recur/ops/nn/fast_math.hpp>
+#include <recur/ops/nn/pointwise.hpp>
+
+namespace recur::nn::detail {
+
+// LSTM, gates i, f, g, o: act [4n] = [sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)],
+// c' = f c + i g, h' = o tanh(c').
+template <class T>
+struct LstmKernel {
+  // act = the activations of the pre-activations pre [4n]; act may be pre.
+  static void activations(const T* pre, T* act, std::int64_t n) {
+    sigmoid_row<T>(pre, nullptr, act, 2 * n);
+    tanh_row(pre + 2 * n, act + 2 * n, n);
+    sigmoid_row<T>(pre + 3 * n, nullptr, act + 3 * n, n);
+  }
+
+  // c = f c_prev + i g. Forward and the fused op's replay of the cell states both run this,
+  // so the replayed states are bit-identical to the forward ones.
+  static void cell_update(const T* act, const T* c_prev, T* c, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) c[j] = act[n + j] * c_prev[j] + act[j] * act[2 * n + j];
+  }
+
+  // One step: pre [4n] -> act [4n] (act may be pre), c and h from c_prev. tanh_c [n]: the
+  // scratch that receives tanh(c).
+  static void forward(const T* pre, T* act, const T* c_prev, T* c, T* h, T* tanh_c, std::int64_t n) {
+    activations(pre, act, n);
+    cell_update(act, c_prev, c, n);
+    tanh_row(c, tanh_c, n);
+    for (std::int64_t j = 0; j < n; ++j) h[j] = act[3 * n + j] * tanh_c[j];
+  }
+
+  // Backward of one step, in place. act [4n]: in, the step's activations; out, the gradients
+  // of its pre-activations. c_prev, c: the cell state before and after the step. dh: the
+  // whole gradient reaching h'. dc: in, the gradient reaching c' from later steps; out, the
+  // one reaching c_prev. tanh_c [n]: scratch. With dc' = dc + dh o (1 - tanh(c')^2), each
+  // pre-activation's gradient is its activation's times the activation's derivative.
+  static void backward(T* act, const T* c_prev, const T* c, const T* dh, T* dc, T* tanh_c, std::int64_t n) {
+    tanh_row(c, tanh_c, n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const T i = act[j], f = act[n + j], g = act[2 * n + j], o = act[3 * n + j], tc = tanh_c[j];
+      const T d = dc[j] + dh[j] * o * (T(1) - tc * tc);
+      act[j] = d * g * i * (T(1) - i);
+      act[n + j] = d * c_prev[j] * f * (T(1) - f);
+      act[2 * n + j] = d * i * (T(1) - g * g);
+      act[3 * n + j] = dh[j] * tc * o * (T(1) - o);
+      dc[j] = d * f;
+    }
+  }
+};
+
+// Elman RNN: h' = act(pre), where pre is the sum of both projections. The derivative is
+// read off h' (tanh' = 1 - h'^2; relu's is h' > 0).
+template <class T>
+struct RnnKernel {
+  // pre [count] -> h' in place.
+  static void forward(T* pre, std::int64_t count, Nonlinearity act) {
+    if (act == Nonlinearity::tanh) {
+      tanh_row(pre, pre, count);
+    } else {
+      for (std::int64_t j = 0; j < count; ++j) pre[j] = pre[j] > 0 ? pre[j] : T(0);
+    }
+  }
+  // dpre = dh act'(h) for h = h' [count]; dpre may be dh.
+  static void backward(const T* h, const T* dh, T* dpre, std::int64_t count, Nonlinearity act) {
+    if (act == Nonlinearity::tanh) {
+      for (std::int64_t j = 0; j < count; ++j) dpre[j] = dh[j] * (T(1) - h[j] * h[j]);
+    } else {
+      for (std::int64_t j = 0; j < count; ++j) dpre[j] = h[j] > 0 ? dh[j] : T(0);
+    }
+  }
+};
+
+// GRU in PyTorch's form, with the reset gate on the recurrent projection: from
+// x = x W_ih^T + b_ih and hp = h W_hh^T + b_hh, both [3n] (r, z, n),
+//   r = sigmoid(x_r + hp_r), z = sigmoid(x_z + hp_z), cand = tanh(x_n + r hp_n),
+//   h' = (1 - z) cand + z h  (computed as cand + z (h - cand)).
+template <class T>
+struct GruKernel {
+  // act [3n] = [r, z, cand].
+  static void activations(const T* x, const T* hp, T* act, std::int64_t n) {
+    sigmoid_row(x, hp, act, 2 * n);
+    T *r = act, *cand = act + 2 * n;
+    for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + r[j] * hp[2 * n + j];
+    tanh_row(cand, cand, n);
+  }
+
+  // One step: h' [n] from h [n]; act [3n]: scratch for the activations.
+  static void forward(const T* x, const T* hp, const T* h, T* h_next, T* act, std::int64_t n) {
+    activations(x, hp, act, n);
+    const T *z = act + n, *cand = act + 2 * n;
+    for (std::int64_t j = 0; j < n; ++j) h_next[j] = cand[j] + z[j] * (h[j] - cand[j]);
+  }
+
+  // Backward of one step from dh' [n]: dx and dhp [3n], the gradients of both projections
+  // (they differ only in the candidate's part, hp_n being scaled by r), and dh [n] through
+  // h' = ... + z h. The activations are recomputed into act [3n].
+  static void backward(const T* x, const T* hp, const T* h, const T* dh_next, T* dx, T* dhp, T* dh, T* act,
+                       std::int64_t n) {
+    activations(x, hp, act, n);
+    const T *r = act, *z = act + n, *cand = act + 2 * n;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const T g = dh_next[j];
+      const T dn = g * (T(1) - z[j]) * (T(1) - cand[j] * cand[j]);
+      const T dr = dn * hp[2 * n + j] * r[j] * (T(1) - r[j]), dz = g * (h[j] - cand[j]) * z[j] * (T(1) - z[j]);
+      dx[j] = dr;
+      dhp[j] = dr;
+      dx[n + j] = dz;
+      dhp[n + j] = dz;
+      dx[2 * n + j] = dn;
+      dhp[2 * n + j] = dn * r[j];
+      dh[j] = g * z[j];
+    }
+  }
+};
+
+}  // namespace recur::nn::detail

@@ -1,0 +1,77 @@
+#pragma once
+// Internal to the fused layer op (fused_recurrence.cpp): what an LSTM direction keeps for
+// its backward, and the replay of the cell states from it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <recur/core/tensor.hpp>
+#include <recur/ops/nn/cell_kernels_detail.hpp>
+
+namespace recur::nn::detail {
+
+// What an LSTM's backward needs beyond the inputs and the output: the gate activations
+// [T, B, 4H], and the cell states at every `interval`-th step of the loop, from which
+// backward replays the others a segment at a time (an elementwise pass: c_t from c_{t-1}
+// and the activations), so the cell states cost O(sqrt(T)) memory, not O(T). Backward
+// overwrites the activations with the gate gradients and drops them; a second backward
+// through the same node runs forward again first.
+struct LstmSaved {
+  Tensor act;
+  Tensor cells;  // [segments - 1, B, H]: c after loop steps interval - 1, 2 interval - 1, ...
+  std::int64_t interval = 1;
+};
+
+// The segment length for T steps: ceil(sqrt(T)).
+inline std::int64_t replay_interval(std::int64_t steps) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(steps)))));
+}
+
+// The cell states c_{s} (after loop step s) and c_{s-1} for s running down from the last
+// step, replayed from the saved checkpoints one segment of `interval` steps at a time with
+// the forward's own cell update (LstmKernel::cell_update), so bit for bit.
+template <class T>
+class CellReplay {
+ public:
+  CellReplay(const LstmSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
+             std::int64_t n, bool reverse)
+      : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), reverse_(reverse),
+        states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
+
+  // {c after loop step s, c before it}.
+  std::pair<const T*, const T*> at(std::int64_t s) {
+    const std::int64_t seg = s / saved_.interval, begin = seg * saved_.interval;
+    if (seg != segment_) replay(seg, begin);
+    const T* before = s == begin ? entry(seg) : state(s - begin - 1);
+    return {state(s - begin), before};
+  }
+
+ private:
+  const T* entry(std::int64_t seg) const {
+    return seg == 0 ? c0_ : saved_.cells.data<T>() + (seg - 1) * rows_;
+  }
+  T* state(std::int64_t k) { return states_.data() + k * rows_; }
+  void replay(std::int64_t seg, std::int64_t begin) {
+    const std::int64_t end = std::min(steps_, begin + saved_.interval);
+    const T* prev = entry(seg);
+    for (std::int64_t s = begin; s < end; ++s) {
+      const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
+      const T* act = act_ + t * batch_ * 4 * n_;
+      T* c = state(s - begin);
+      for (std::int64_t b = 0; b < batch_; ++b) LstmKernel<T>::cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
+      prev = c;
+    }
+    segment_ = seg;
+  }
+
+  const LstmSaved& saved_;
+  const T *act_, *c0_;
+  std::int64_t steps_, rows_, batch_, n_;
+  bool reverse_;
+  std::vector<T> states_;
+  std::int64_t segment_ = -1;
+};
+
+}  // namespace recur::nn::detail

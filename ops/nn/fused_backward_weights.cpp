@@ -1,0 +1,70 @@
+// The fused layer op's BackwardWeights (fused_recurrence_detail.hpp): the gradients of the
+// input, the weights and the biases from the gate gradients, a gemm or a sum each over
+// every step of the window instead of a thin one per step.
+#include <recur/ops/nn/fused_recurrence_detail.hpp>
+
+#include <algorithm>
+
+#include <recur/core/blas.hpp>
+#include <recur/core/creation.hpp>
+
+namespace recur::nn::detail {
+namespace {
+
+// dW_hh = sum over the window's steps of dgates_t^T h_{prev(t)}: one gemm over every step
+// whose previous state is a row of the output, one more for the step that read h0.
+template <class T>
+Tensor recurrent_weight_grad(const FusedGeometry& geo, const T* dg, const T* h, const T* h0) {
+  const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, gh = geo.gh, lo = geo.lo, count = geo.count();
+  Tensor dw = zeros({gh, n}, dtype_of<T>());
+  if (count == 0) return dw;
+  // Forward: steps t in [max(lo, 1), T) read h_{t-1}; reverse: t in [0, min(count, T-1)) read h_{t+1}.
+  const std::int64_t t0 = geo.reverse ? 0 : std::max<std::int64_t>(lo, 1);
+  const std::int64_t inner = geo.reverse ? std::min(count, steps - 1) : steps - t0;
+  const std::int64_t from = geo.reverse ? 1 : t0 - 1;
+  if (inner > 0)
+    blas::gemm(true, false, gh, n, inner * batch, T(1), dg + t0 * batch * gh, gh, h + from * batch * n, n, T(1),
+               dw.data<T>(), n);
+  if (lo == 0) {  // the first step of the loop read h0
+    const std::int64_t t = geo.time_of(0);
+    blas::gemm(true, false, gh, n, batch, T(1), dg + t * batch * gh, gh, h0, n, T(1), dw.data<T>(), n);
+  }
+  return dw;
+}
+
+}  // namespace
+
+template <class T>
+WeightGradients backward_weights(const FusedGeometry& geo, const T* dgates, const Tensor& x, const Tensor& w_ih,
+                                 const T* h, const T* h0, WantedWeightGradients wanted) {
+  const std::int64_t batch = geo.batch, width = geo.width, gh = geo.gh, count = geo.count(), first = geo.first();
+  const T* dgw = dgates + first * batch * gh;  // the window's gate gradients, [count * B, G*H]
+  WeightGradients g;
+  if (wanted.x) {
+    g.x = zeros(x.shape(), x.dtype());
+    if (count > 0)
+      blas::gemm(false, false, count * batch, width, gh, T(1), dgw, gh, w_ih.data<T>(), width, T(0),
+                 g.x.data<T>() + first * batch * width, width);
+  }
+  if (wanted.w_ih) {
+    g.w_ih = zeros(w_ih.shape(), x.dtype());
+    if (count > 0)
+      blas::gemm(true, false, gh, width, count * batch, T(1), dgw, gh, x.data<T>() + first * batch * width, width,
+                 T(1), g.w_ih.data<T>(), width);
+  }
+  if (wanted.w_hh) g.w_hh = recurrent_weight_grad<T>(geo, dgates, h, h0);
+  if (wanted.bias) {
+    g.bias = zeros({gh}, x.dtype());
+    T* d = g.bias.data<T>();
+    for (std::int64_t r = 0; r < count * batch; ++r)
+      for (std::int64_t j = 0; j < gh; ++j) d[j] += dgw[r * gh + j];
+  }
+  return g;
+}
+
+template WeightGradients backward_weights<float>(const FusedGeometry&, const float*, const Tensor&, const Tensor&,
+                                                 const float*, const float*, WantedWeightGradients);
+template WeightGradients backward_weights<double>(const FusedGeometry&, const double*, const Tensor&, const Tensor&,
+                                                  const double*, const double*, WantedWeightGradients);
+
+}  // namespace recur::nn::detail

@@ -1,0 +1,40 @@
+#pragma once
+// Internal to the fused layer op: what its two backward halves share. Backward runs as
+// cuDNN's does, in two parts: the time loop turns the gate activations into the gate
+// gradients and yields the initial states' gradients (fused_recurrence.cpp, BackwardData),
+// then the gradients of the input and the weights follow from the gate gradients alone, a
+// gemm or a sum each over all steps (fused_backward_weights.cpp, BackwardWeights).
+#include <cstdint>
+
+#include <recur/core/tensor.hpp>
+
+namespace recur::nn::detail {
+
+// The sizes of one fused direction and the steps its backward reaches. Loop step s runs
+// time step time_of(s); truncate_gradient = k keeps the last k loop steps [lo, steps),
+// whose time steps are [first(), first() + count()).
+struct FusedGeometry {
+  std::int64_t steps = 0, batch = 0, width = 0, n = 0, gh = 0;  // T, B, I, H, G*H
+  bool reverse = false;
+  std::int64_t lo = 0;
+  std::int64_t time_of(std::int64_t s) const { return reverse ? steps - 1 - s : s; }
+  std::int64_t count() const { return steps - lo; }
+  std::int64_t first() const { return reverse ? 0 : lo; }
+};
+
+struct WeightGradients {
+  Tensor x, w_ih, w_hh, bias;  // bias: one gradient for b_ih and b_hh alike
+};
+struct WantedWeightGradients {
+  bool x = false, w_ih = false, w_hh = false, bias = false;
+};
+
+// BackwardWeights, from the gate gradients dgates [T, B, G*H] (rows outside the window
+// unread): dx = dgates W_ih, dW_ih = dgates^T x, dW_hh = sum of dgates_t^T h_prev(t), the
+// bias's = the sum of dgates over steps and batch. h: the output's rows h_t [T, B, H]; h0
+// [B, H]. Gradients not wanted stay undefined; outside the window they are zero.
+template <class T>
+WeightGradients backward_weights(const FusedGeometry& geo, const T* dgates, const Tensor& x, const Tensor& w_ih,
+                                 const T* h, const T* h0, WantedWeightGradients wanted);
+
+}  // namespace recur::nn::detail

@@ -1,0 +1,27 @@
+#pragma once
+// Internal to the sequence layers: one layer in one direction as one scan over time of the
+// cells of cells.hpp (per-step ops, differentiable to any order). The sequence layers run
+// it for a GRU and whenever recomputation is asked for (ops/nn/direction.hpp); the fused
+// layer op differentiates it under create_graph (ops/nn/fused_recurrence.cpp), and tests
+// compare the fused op with it. It depends on no other layer path: both of those include
+// it, never the other way.
+#include <recur/ops/nn/fused_recurrence.hpp>
+#include <recur/ops/nn/recurrent.hpp>
+
+namespace recur::nn::detail {
+
+struct DirectionOutput {
+  Var outputs;  // [T, B, H] in time order (also for the reverse direction)
+  Var h_n, c_n;  // [B, H]; c_n LSTM only
+};
+
+// input [T, B, I] with T >= 1, h0 and c0 (LSTM only) [B, H], all checked by the caller.
+// Reads options' nonlinearity, truncate_gradient and checkpoint.
+DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
+                               const Var& h0, const Var& c0, bool reverse);
+
+// The scan path for an RNN or LSTM direction, with fused_recurrence's result layout.
+Var scan_recurrence(const FusedRecurrenceOptions& options, const Var& input, const CellWeights& w, const Var& h0,
+                    const Var& c0);
+
+}  // namespace recur::nn::detail
