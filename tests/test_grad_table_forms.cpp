@@ -50,13 +50,14 @@ TEST_P(GradTableForms, TensorAndVarFormsGiveTheSameBits) {
 // ---- float32 against float64 -----------------------------------------------------------
 
 // Rounding float64 inputs to float32 and running the row in float32 must give float64's
-// results up to float32 rounding. Each op rounds its result (relative error eps32 = 6e-8
-// per op) and passes on its inputs' errors scaled by its condition number; rows chain a
-// few ops over a few elements, so errors stay within a few hundred eps32 of the
-// magnitude. The magnitude is the larger of the element and the largest element of the
-// tensor: an output that is a difference of larger terms (a sum to near zero, a gradient
-// that cancels) is only as accurate as those terms.
-constexpr double default_float32_tolerance = 2e-5;
+// results up to float32 rounding. Each op rounds its result (relative error eps32 = 6e-8)
+// and passes on its inputs' errors scaled by its condition number; rows chain a few
+// well-conditioned ops over a few elements, so errors stay within some tens of eps32 of
+// the magnitude (the worst row without a declared tolerance measured 6e-7, 10 eps32).
+// The magnitude is the larger of the element and the largest element of the tensor: an
+// output that is a difference of larger terms (a sum to near zero, a gradient that
+// cancels) is only as accurate as those terms.
+constexpr double default_float32_tolerance = 4e-6;
 
 // The largest |a - ref| / (|ref_i| + max |ref|); 0 for equal tensors, +inf for a NaN
 // where ref has none.
@@ -220,16 +221,22 @@ TEST_P(GradTableForms, BadInputsThrowAlikeAndLeaveTheTape) {
       const Outcome v = run_on_vars(c, bad);
       EXPECT_TRUE(!v.threw() || v.recur_error) << where << ": Var form threw " << v.error << ", not a recur::Error: "
                                                << v.message;
-      if (v.threw() && c.records_before_throwing.empty())
+      // No op mixes dtypes: somewhere the float32 input meets a float64 one.
+      if (what.ends_with("in float32")) {
+        EXPECT_EQ(v.error, "recur::DTypeError") << where << ": Var form " << (v.threw() ? v.message : "ran");
+      }
+      if (v.threw() && c.records_before_throwing.empty()) {
         EXPECT_EQ(v.nodes_recorded, 0u) << where << ": Var form threw and left nodes on the tape: " << v.message;
-      if (v.threw() && !c.records_before_throwing.empty())
+      } else if (v.threw()) {
         EXPECT_LT(v.nodes_recorded, full_run) << where << ": Var form threw and left more nodes than a prefix";
+      }
       if (!c.fn.has_tensor_form()) continue;
       const Outcome t = run_on_tensors(c, bad);
       EXPECT_EQ(t.error, v.error) << where << ": Tensor form " << (t.threw() ? "threw " + t.message : "ran")
                                   << "; Var form " << (v.threw() ? "threw " + v.message : "ran");
-      if (!t.threw() && !v.threw())
+      if (!t.threw() && !v.threw()) {
         EXPECT_TRUE(same_bits(t.output, v.output)) << where << ": both ran, with different results";
+      }
     }
   }
 }
@@ -240,10 +247,11 @@ INSTANTIATE_TEST_SUITE_P(EveryRow, GradTableForms, ::testing::Range<std::size_t>
 // Every exemption says why.
 TEST(GradTableMeta, ExemptionsGiveReasons) {
   for (const auto& c : grad_table()) {
-    if (!c.float32_reason.empty()) EXPECT_GT(c.float32_tolerance, default_float32_tolerance) << c.name;
-    if (c.float32_tolerance > 0) EXPECT_GE(c.float32_reason.size(), 20u) << c.name << ": say why the tolerance";
-    if (!c.nan_exemption.empty()) EXPECT_GE(c.nan_exemption.size(), 20u) << c.name << ": say why NaN is exempt";
-    if (!c.records_before_throwing.empty()) EXPECT_GE(c.records_before_throwing.size(), 20u) << c.name;
+    // A declared tolerance is looser than the default and says why.
+    EXPECT_EQ(c.float32_reason.empty(), c.float32_tolerance == 0) << c.name;
+    EXPECT_TRUE(c.float32_reason.empty() || c.float32_tolerance > default_float32_tolerance) << c.name;
+    for (const std::string* reason : {&c.float32_reason, &c.nan_exemption, &c.records_before_throwing})
+      EXPECT_TRUE(reason->empty() || reason->size() >= 20) << c.name << ": a reason, not '" << *reason << "'";
   }
 }
 
