@@ -8,8 +8,9 @@
 //
 // A row's function is written once. A generic lambda, [](auto x) { return add(x[0], x[1]); },
 // runs on both forms: x is a std::span<const Tensor> (values only) or a std::span<const Var>
-// (recorded). A lambda taking std::span<const Var> only, [](S x) {...}, makes a Var-only row:
-// for what has no Tensor form (scan, cells, the fused layer op).
+// (recorded), so its body must compile for both. A lambda taking std::span<const Var> only,
+// [](S x) {...}, makes a Var-only row: for what has no Tensor form (scan, cells, the fused
+// layer op).
 #include <functional>
 #include <random>
 #include <span>
