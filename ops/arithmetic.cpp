@@ -78,10 +78,11 @@ struct PowF {
     return mul(g, mul(out, log(base)));
   }
 };
-// Ties send the gradient to the first operand.
+// Ties send the gradient to the first operand. A NaN operand gives NaN, as NumPy's and
+// PyTorch's maximum and minimum (a comparison alone would pick the other operand).
 struct MaximumF {
   static constexpr std::string_view name = "maximum";
-  template <class T> static T apply(T x, T y) { return x >= y ? x : y; }
+  template <class T> static T apply(T x, T y) { return x >= y || std::isnan(x) ? x : y; }
   template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
     return mul(g, lift(g, greater_equal(value_of(a), value_of(b))));
   }
@@ -91,7 +92,7 @@ struct MaximumF {
 };
 struct MinimumF {
   static constexpr std::string_view name = "minimum";
-  template <class T> static T apply(T x, T y) { return x <= y ? x : y; }
+  template <class T> static T apply(T x, T y) { return x <= y || std::isnan(x) ? x : y; }
   template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
     return mul(g, lift(g, less_equal(value_of(a), value_of(b))));
   }

@@ -86,7 +86,8 @@ struct SigmoidF {
 };
 struct ReluF {
   static constexpr std::string_view name = "relu";
-  template <class T> static T f(T x) { return x > 0 ? x : T(0); }
+  // NaN passes through, as in NumPy and PyTorch (x > 0 ? x : 0 would make it 0).
+  template <class T> static T f(T x) { return x <= 0 ? T(0) : x; }
   template <class V> static V df(const V& g, const V& x, const V&) {
     const Tensor& v = value_of(x);
     return mul(g, lift(g, greater(v, scalar_like(v, 0.0))));

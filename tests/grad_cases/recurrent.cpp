@@ -6,7 +6,6 @@
 namespace recur::testing {
 namespace {
 
-using S = std::span<const Var>;
 using namespace recur::nn;
 
 std::int64_t draw(Rng& rng, std::int64_t lo, std::int64_t hi) {
@@ -47,6 +46,13 @@ Var lstm_scan(S x) {
   return concat({r[0], r[1]}, 2);
 }
 
+Var rnn_scan(S x) {
+  const Var xp = project(x[0], x[2], x[4]);
+  auto r = scan([](S a) -> StepResult { return rnn_step(a[0], a[1], a[2], a[3], Nonlinearity::tanh); },
+                {.sequences = {xp}, .outputs_info = {x[1]}, .non_sequences = {x[3], x[5]}});
+  return r[0];
+}
+
 Var gru_scan(S x) {
   const Var xp = project(x[0], x[2], x[4]);
   auto r = scan([](S a) -> StepResult { return gru_step(a[0], a[1], a[2], a[3]); },
@@ -58,20 +64,30 @@ Var gru_scan(S x) {
 
 std::vector<GradCase> recurrent_cases() {
   return {
-      {"rnn_pointwise_tanh", step_shapes({1, 1}), [](S x) { return rnn_pointwise(x[0], x[1]); }},
+      {"rnn_pointwise_tanh", step_shapes({1, 1}), [](auto x) { return rnn_pointwise(x[0], x[1]); }},
       // |x0| >= 0.3 > |0.1 x1|: the sum stays away from relu's kink.
-      {"rnn_pointwise_relu", step_shapes({1, 1}),
-       [](S x) { return rnn_pointwise(x[0], x[1] * 0.1, Nonlinearity::relu); }, Domain::away_from_zero},
-      {"lstm_pointwise", step_shapes({4, 1}), [](S x) { return lstm_pointwise(x[0], x[1]); }},
-      {"gru_pointwise", step_shapes({3, 3, 1}), [](S x) { return gru_pointwise(x[0], x[1], x[2]); }},
-      {"rnn_cell", cell_shapes(1, false), [](S x) { return rnn_cell(x[0], x[1], weights(x, 2)); }},
+      GradCase{"rnn_pointwise_relu", step_shapes({1, 1}),
+               [](auto x) { return rnn_pointwise(x[0], x[1] * 0.1, Nonlinearity::relu); }, Domain::away_from_zero}
+          .partial_on_throw(earlier_ops_stay_recorded)
+          .nan_exempt("KNOWN BUG: ops/nn's relu maps NaN to 0 (pre > 0 ? pre : 0), torch.relu keeps NaN"),
+      {"lstm_pointwise", step_shapes({4, 1}), [](auto x) { return lstm_pointwise(x[0], x[1]); }},
+      {"gru_pointwise", step_shapes({3, 3, 1}), [](auto x) { return gru_pointwise(x[0], x[1], x[2]); }},
+      GradCase{"rnn_cell", cell_shapes(1, false), [](S x) { return rnn_cell(x[0], x[1], weights(x, 2)); }}
+          .float32_within(1e-3, tanh_derivative_cancels),
       {"lstm_cell", cell_shapes(4, true), [](S x) {
          const LstmState s = lstm_cell(x[0], x[1], x[2], weights(x, 3));
          return concat({s.h, s.c}, 1);
        }},
       {"gru_cell", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2)); }},
-      {"lstm_step_scan", cell_shapes(4, true, true), lstm_scan},
-      {"gru_step_scan_backwards", cell_shapes(3, false, true), gru_scan},
+      GradCase{"lstm_step_scan", cell_shapes(4, true, true), lstm_scan}
+          .covers({"project", "scan"})
+          .partial_on_throw(earlier_ops_stay_recorded),
+      GradCase{"gru_step_scan_backwards", cell_shapes(3, false, true), gru_scan}
+          .covers({"project", "scan"})
+          .partial_on_throw(earlier_ops_stay_recorded),
+      GradCase{"rnn_step_scan", cell_shapes(1, false, true), rnn_scan}
+          .covers({"project", "scan"})
+          .partial_on_throw(earlier_ops_stay_recorded),
       // The fused layer direction; its second order is the scan above recorded again.
       {"fused_recurrence_lstm", cell_shapes(4, true, true),
        [](S x) { return fused_recurrence({}, x[0], weights(x, 3), x[1], x[2]); }},
@@ -85,10 +101,13 @@ std::vector<GradCase> recurrent_cases() {
        [](S x) { return fused_recurrence({.reverse = true}, x[0], weights(x, 3), x[1], x[2]); }},
       {"fused_recurrence_rnn_tanh_reverse", cell_shapes(1, false, true),
        [](S x) { return fused_recurrence({.kind = CellKind::rnn, .reverse = true}, x[0], weights(x, 2), x[1]); }},
-      {"fused_recurrence_rnn_relu", cell_shapes(1, false, true),
-       [](S x) {
-         return fused_recurrence({.kind = CellKind::rnn, .nonlinearity = Nonlinearity::relu}, x[0], weights(x, 2), x[1]);
-       }, Domain::away_from_zero},
+      GradCase{"fused_recurrence_rnn_relu", cell_shapes(1, false, true),
+               [](S x) {
+                 return fused_recurrence({.kind = CellKind::rnn, .nonlinearity = Nonlinearity::relu}, x[0],
+                                         weights(x, 2), x[1]);
+               },
+               Domain::away_from_zero}
+          .nan_exempt("KNOWN BUG: ops/nn's relu maps NaN to 0 (pre > 0 ? pre : 0), torch.relu keeps NaN"),
   };
 }
 
