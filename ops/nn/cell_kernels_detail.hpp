@@ -69,7 +69,7 @@ struct RnnKernel {
     if (act == Nonlinearity::tanh) {
       tanh_row(pre, pre, count);
     } else {
-      for (std::int64_t j = 0; j < count; ++j) pre[j] = pre[j] > 0 ? pre[j] : T(0);
+      for (std::int64_t j = 0; j < count; ++j) pre[j] = pre[j] <= 0 ? T(0) : pre[j];  // NaN stays NaN, as torch.relu
     }
   }
   // dpre = dh act'(h) for h = h' [count]; dpre may be dh.

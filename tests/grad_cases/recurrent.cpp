@@ -68,8 +68,7 @@ std::vector<GradCase> recurrent_cases() {
       // |x0| >= 0.3 > |0.1 x1|: the sum stays away from relu's kink.
       GradCase{"rnn_pointwise_relu", step_shapes({1, 1}),
                [](auto x) { return rnn_pointwise(x[0], x[1] * 0.1, Nonlinearity::relu); }, Domain::away_from_zero}
-          .partial_on_throw(earlier_ops_stay_recorded)
-          .nan_exempt("KNOWN BUG: ops/nn's relu maps NaN to 0 (pre > 0 ? pre : 0), torch.relu keeps NaN"),
+          .partial_on_throw(earlier_ops_stay_recorded),
       {"lstm_pointwise", step_shapes({4, 1}), [](auto x) { return lstm_pointwise(x[0], x[1]); }},
       {"gru_pointwise", step_shapes({3, 3, 1}), [](auto x) { return gru_pointwise(x[0], x[1], x[2]); }},
       GradCase{"rnn_cell", cell_shapes(1, false), [](S x) { return rnn_cell(x[0], x[1], weights(x, 2)); }}
@@ -107,7 +106,6 @@ std::vector<GradCase> recurrent_cases() {
                                          weights(x, 2), x[1]);
                },
                Domain::away_from_zero}
-          .nan_exempt("KNOWN BUG: ops/nn's relu maps NaN to 0 (pre > 0 ? pre : 0), torch.relu keeps NaN"),
   };
 }
 
