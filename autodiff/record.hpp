@@ -9,7 +9,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <recur/autodiff/no_grad.hpp>
-#include <recur/autodiff/tape.hpp>
+#include <recur/autodiff/tape_access.hpp>
 
 namespace recur {
 namespace detail {
@@ -24,11 +24,11 @@ Var record(Op op, const Vs&... inputs) {
   const std::array<const Var*, sizeof...(Vs)> ptrs{&inputs...};
   Tape& tape = detail::common_tape(Op::name, ptrs);
   const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
-  tape.check_strict(Op::name, ids);
-  Tensor out = op.forward(tape.node_value(inputs.id())...);
-  const bool needs = grad_enabled() && (tape.requires_grad(inputs.id()) || ...);
-  return tape.push(std::move(out), ids, needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(),
-                   needs);
+  TapeAccess::check_inputs(tape, Op::name, ids);
+  Tensor out = op.forward(TapeAccess::node_value(tape, inputs.id())...);
+  const bool needs = grad_enabled() && (TapeAccess::requires_grad(tape, inputs.id()) || ...);
+  return TapeAccess::push(tape, std::move(out), ids,
+                          needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), needs);
 }
 
 // For ops with a variable number of inputs: Op::forward takes std::span<const Tensor>.
@@ -41,15 +41,15 @@ Var record_list(Op op, std::span<const Var> inputs) {
   boost::container::small_vector<std::uint32_t, 8> ids;
   bool needs = false;
   for (const auto& v : inputs) {
-    values.push_back(tape.node_value(v.id()));
+    values.push_back(TapeAccess::node_value(tape, v.id()));
     ids.push_back(v.id());
-    needs = needs || tape.requires_grad(v.id());
+    needs = needs || TapeAccess::requires_grad(tape, v.id());
   }
   needs = needs && grad_enabled();
-  tape.check_strict(Op::name, std::span<const std::uint32_t>(ids.data(), ids.size()));
+  TapeAccess::check_inputs(tape, Op::name, std::span<const std::uint32_t>(ids.data(), ids.size()));
   Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
-  return tape.push(std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
-                   needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
+  return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
+                          needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
 }
 
 // Runs f(), a composite op that records several nodes on `tape`; if it throws, the nodes it
@@ -60,7 +60,7 @@ auto transactional(Tape& tape, F&& f) {
   try {
     return f();
   } catch (...) {
-    tape.truncate(size);
+    TapeAccess::truncate(tape, size);
     throw;
   }
 }

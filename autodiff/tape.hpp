@@ -5,73 +5,31 @@
 //
 // Tapes are scoped objects: make one per training step (or per thread); the innermost live
 // tape of a thread is its current tape, on which Shared and Tensor values become Vars.
+//
+// This is the face users call. Code that records ops, and constructs built on the tape
+// (scan, recomputed ranges), go through autodiff/tape_access.hpp.
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
-#include <recur/autodiff/op_box.hpp>
+#include <recur/autodiff/node_store.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur {
 
+class RecordingScope;
+class TapeAccess;
+namespace detail {
+class Recompute;
+}
+
 struct GradOptions {
   bool create_graph = false;  // record the backward pass, so the gradients can be differentiated
 };
-
-// What a running scan tells the tape: where its nodes start, which Shared values it has
-// updated so far (reads see the update, not the stored value) and, under `strict`, which
-// outer nodes and Shared values its step function may use.
-struct ScanScope {
-  std::uint32_t begin = 0;
-  bool strict = false;
-  std::vector<std::uint32_t> allowed;                        // outer node ids (strict)
-  std::vector<std::pair<const void*, std::uint32_t>> overrides;  // Shared identity -> node
-  // Updates made by code running inside the step instead of returned by it (a random
-  // stream's state, ops/random_stream.hpp); the engine merges them into the step's updates.
-  std::vector<std::pair<Shared, Var>> implicit_updates;
-
-  // Later reads of `shared` inside the scan see node `node`.
-  void set_override(const Shared& shared, std::uint32_t node);
-  // An implicit update: later reads see `value`, and the scan returns it in its updates.
-  void update(const Shared& shared, const Var& value);
-};
-
-namespace detail {
-struct Node {
-  Tensor value;
-  boost::container::small_vector<std::uint32_t, 2> inputs;
-  OpBox op;                      // empty for leaves and constants
-  std::int32_t shared_read = -1;  // index into the tape's shared reads for Shared leaves
-  bool requires_grad = false;
-  bool is_variable = false;       // a leaf made by Tape::variable
-  bool cut = false;               // gradients reaching this node are dropped (truncated BPTT)
-};
-
-// Nodes in chunks that never move, so an op may record new nodes (create_graph) while its
-// own node is being read.
-class NodeStore {
- public:
-  static constexpr std::uint32_t kChunkBits = 8, kChunk = 1u << kChunkBits;
-  NodeStore() = default;
-  NodeStore(const NodeStore&) = delete;
-  NodeStore& operator=(const NodeStore&) = delete;
-  ~NodeStore();
-  std::uint32_t size() const { return size_; }
-  Node& operator[](std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
-  const Node& operator[](std::uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
-  Node& emplace();
-  void pop_back();
-
- private:
-  std::vector<Node*> chunks_;
-  std::uint32_t size_ = 0;
-};
-}  // namespace detail
 
 class Tape {
  public:
@@ -102,65 +60,50 @@ class Tape {
   // Bytes of the distinct buffers the tape's nodes hold (what backward will need).
   std::size_t bytes_held() const;
 
-  // For op recording (see autodiff/record.hpp).
-  const Tensor& node_value(std::uint32_t id) const { return nodes_[id].value; }
-  bool requires_grad(std::uint32_t id) const { return nodes_[id].requires_grad; }
-  Var push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op, bool requires_grad);
-  Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
-  bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
-  Tensor leaf_grad(std::uint32_t id) const;
-  // Drops the nodes recorded after the first `size`: how a composite op that fails
-  // halfway leaves the tape as it found it (see transactional() in record.hpp).
-  void truncate(std::uint32_t size);
-
-  // ---- for scan (ops/scan) -------------------------------------------------------------
-  // Gradients reaching nodes [begin, end) are dropped: truncated BPTT.
-  void cut_gradients(std::uint32_t begin, std::uint32_t end);
-  // Releases the values of op nodes in [begin, end) except `keep`; a backward pass that
-  // needs them recomputes the segment from its inputs (replay), then releases it again.
-  void release_values(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
-  // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
-  // (scan points each step's output into the stacked result instead of keeping a copy).
-  void share_value(std::uint32_t id, const Tensor& view);
-  void push_scope(ScanScope* scope);
-  void pop_scope();
-  // The innermost running scan on this tape, nullptr outside any scan.
-  ScanScope* innermost_scope() const { return scopes_.empty() ? nullptr : scopes_.back(); }
-  // Under a strict scope: throws ValueError when an input of `op` is an outer node that
-  // was not passed to the scan.
-  void check_strict(std::string_view op, std::span<const std::uint32_t> inputs) const {
-    if (strict_scopes_ > 0) check_strict_slow(op, inputs);
-  }
-
  private:
+  friend class TapeAccess;
+
   struct SharedRead {
     std::uint32_t node;
     Shared shared;
     std::uint64_t version;
   };
-  template <class G>
-  void propagate(std::vector<G>& grads, std::uint32_t lo, std::uint32_t hi,
-                 const std::vector<std::int32_t>& keep, std::vector<G>* kept, bool to_leaves);
-  void check_versions(std::string_view op, std::span<const Var> outputs) const;
-  void check_owned(std::string_view op, std::string_view what, const Var& v) const;
-
-  struct Segment {
-    std::uint32_t begin, end;
-    std::vector<std::uint32_t> keep;  // sorted
-    bool materialized = false;
+  struct LeafGrad {
+    std::uint32_t node;
+    Tensor grad;  // undefined until a backward reaches the leaf
   };
-  void ensure_value(std::uint32_t id);
-  void rematerialize(Segment& seg);
-  void release(Segment& seg);
-  void release_segments_above(std::uint32_t i);
-  void check_strict_slow(std::string_view op, std::span<const std::uint32_t> inputs) const;
+
+  // ---- recording (tape.cpp) --------------------------------------------------------------
+  Var push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op, bool requires_grad);
+  Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
+  bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
+  void truncate(std::uint32_t size);
+  // One branch while no scope checks inputs (see autodiff/recording_scope.hpp).
+  void check_inputs(std::string_view op, std::span<const std::uint32_t> inputs) const {
+    if (checking_scopes_ > 0) check_inputs_in_scope(op, inputs);
+  }
+  void check_inputs_in_scope(std::string_view op, std::span<const std::uint32_t> inputs) const;
+  const RecordingScope* innermost_checking_scope() const;
+  Tensor leaf_grad(std::uint32_t id) const;
+  // The released ranges, or nullptr when there are none: a pass checks this once.
+  detail::Recompute* released_ranges() const;
+
+  // ---- reverse pass (backward.cpp: argument checks; propagate.cpp: the loop) --------------
+  void check_versions(std::string_view op, std::span<const Var> outputs) const;
+  void backward_to_leaves(const Var& output, const Tensor& grad_output);
+  std::vector<Var> grad_of_inputs(std::span<const Var> outputs, std::span<const Var> inputs,
+                                  std::span<const Tensor> seeds, std::uint32_t lo, std::uint32_t hi,
+                                  bool create_graph);
+  template <class Mode>
+  void propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi);
+  void accumulate_into_leaf(const detail::Node& n, const Tensor& g);
 
   detail::NodeStore nodes_;
   std::vector<SharedRead> shared_reads_;
-  std::vector<Segment> segments_;  // sorted by begin, disjoint
-  std::vector<ScanScope*> scopes_;
-  int strict_scopes_ = 0;
-  std::vector<std::pair<std::uint32_t, Tensor>> leaf_grads_;
+  std::vector<LeafGrad> leaf_grads_;
+  std::unique_ptr<detail::Recompute> recompute_;  // created by the first released range
+  std::vector<RecordingScope*> scopes_;           // innermost last
+  int checking_scopes_ = 0;
   std::uint32_t slot_ = 0;
   std::uint64_t serial_ = 0;
 };

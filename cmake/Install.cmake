@@ -1,10 +1,11 @@
 # `cmake --install` lays out include/recur/{core,autodiff,ops,recur.hpp}, the library
-# and a package config, so that other projects can `find_package(recur)`.
+# and a package config, so that other projects can `find_package(recur)`. Internal
+# headers (`*_detail.hpp`, included only by recur's own .cpp files) are not installed.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 foreach(layer core autodiff ops)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/${layer}
-          FILES_MATCHING PATTERN "*.hpp")
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
 endforeach()
 install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
 install(TARGETS recur EXPORT recurTargets

@@ -4,7 +4,7 @@
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/record.hpp>
-#include <recur/autodiff/tape.hpp>
+#include <recur/autodiff/recording_scope.hpp>
 #include <recur/core/random.hpp>
 
 namespace recur {
@@ -107,24 +107,25 @@ struct Advance {
 template <class Op, class... Vs>
 Var record_draw(Tape& tape, Op op, const Vs&... inputs) {
   const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
-  tape.check_strict(Op::name, ids);
-  Tensor out = op.forward(tape.node_value(inputs.id())...);
-  return tape.push(std::move(out), ids,
-                   grad_enabled() ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), false);
+  TapeAccess::check_inputs(tape, Op::name, ids);
+  Tensor out = op.forward(TapeAccess::node_value(tape, inputs.id())...);
+  return TapeAccess::push(tape, std::move(out), ids,
+                          grad_enabled() ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), false);
 }
 
 // A draw: reads the state, records the sample and the advanced state, and hands the new
-// state to the innermost running scan (an update of it) or, outside scans, to the Shared.
+// state to the innermost recording scope (a running scan: an update of it) or, outside
+// any, to the Shared.
 template <class D, class... P>
 Var draw(Shared state, Tape& tape, const D& d, const P&... p) {
   return transactional(tape, [&] {
-    ScanScope* scan = tape.innermost_scope();
+    RecordingScope* scope = TapeAccess::innermost_scope(tape);
     // Outside a scan the Shared changes at once, under this tape: read it as a constant,
     // not as a Shared read (which a tape makes once and checks for changes).
-    const Var s = scan ? tape.read(state) : tape.constant(state.value());
+    const Var s = scope ? tape.read(state) : tape.constant(state.value());
     Var sample = record_draw(tape, Sample<D>{d}, s, p...);
     const Var next = record_draw(tape, Advance{d.draws(sample.numel())}, s);
-    if (scan) scan->update(state, next);
+    if (scope) scope->take_update(state, next);
     else state.assign(next.value());
     return sample;
   });

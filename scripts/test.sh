@@ -23,6 +23,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== install and find_package(recur) from another project"
 rm -rf build/install build-consumer
 cmake --install build --prefix build/install
+# An installed header that includes an internal one would not compile for a consumer.
+if grep -rl '_detail\.hpp>' build/install/include; then
+  echo "installed headers above include internal *_detail.hpp headers" >&2
+  exit 1
+fi
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install"
 cmake --build build-consumer
 ./build-consumer/recur_consumer

@@ -5,9 +5,11 @@
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/record.hpp>
+#include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/scan/scan_scope_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::scan_engine {
@@ -124,7 +126,7 @@ std::int64_t checkpoint_interval(const Checkpoint& c, std::int64_t steps) {
 // Pops the scan's scope from the tape however the run ends.
 struct ScopeGuard {
   Tape& tape;
-  ~ScopeGuard() { tape.pop_scope(); }
+  ~ScopeGuard() { TapeAccess::pop_scope(tape); }
 };
 
 class Run {
@@ -145,7 +147,7 @@ class Run {
     for (const auto& o : p_.outputs)
       if (o.initial.defined()) scope_.allowed.push_back(o.initial.id());
     for (const auto& v : p_.non_sequences) scope_.allowed.push_back(v.id());
-    tape_.push_scope(&scope_);
+    TapeAccess::push_scope(tape_, &scope_);
     ScopeGuard guard{tape_};
 
     seed_histories();
@@ -163,7 +165,7 @@ class Run {
       if (!recording) {
         compact();
       } else if (every > 0 && (t + 1) % every == 0 && !last) {
-        tape_.release_values(segment_begin, tape_.size(), live_nodes());
+        TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
         segment_begin = tape_.size();
       }
       if (stop) {
@@ -172,12 +174,12 @@ class Run {
       }
     }
     if (recording && every > 0 && segment_begin < tape_.size() && t > 0)
-      tape_.release_values(segment_begin, tape_.size(), live_nodes());
+      TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin.
       const auto kept_from = static_cast<std::size_t>(t - p_.truncate_gradient);
-      tape_.cut_gradients(iteration_begin.front(),
-                          kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
+      TapeAccess::cut_gradients(tape_, iteration_begin.front(),
+                                kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
     return finish(t, every > 0);
   }
@@ -185,8 +187,8 @@ class Run {
   // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream
   // drawn in an inner scan must not repeat its draws in the outer scan's next iteration.
   void pass_implicit_updates_out(const ScanRun& run) const {
-    if (ScanScope* outer = tape_.innermost_scope())
-      for (const auto& shared : implicit_) outer->update(shared, run.updates[shared]);
+    if (RecordingScope* outer = TapeAccess::innermost_scope(tape_))
+      for (const auto& shared : implicit_) outer->take_update(shared, run.updates[shared]);
   }
 
  private:
@@ -230,7 +232,7 @@ class Run {
     const StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
     check_result(r, 0);
     args_.clear();
-    tape_.truncate(mark);
+    TapeAccess::truncate(tape_, mark);
     scope_.overrides.clear();  // draws from a random stream point there (dropped nodes)
     scope_.implicit_updates.clear();
   }
@@ -354,11 +356,11 @@ class Run {
       carries[j].last = last_[j].value();
     }
     std::vector<Tensor> overrides;
-    for (const auto& [who, id] : scope_.overrides) overrides.push_back(tape_.node_value(id));
+    for (const auto& [who, id] : scope_.overrides) overrides.push_back(TapeAccess::node_value(tape_, id));
     std::vector<Tensor> updated;
     for (const auto& [shared, value] : updates_) updated.push_back(value.value());
 
-    tape_.truncate(base_);
+    TapeAccess::truncate(tape_, base_);
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       OutputPlan& o = outs_[j];
       o.values.clear();
@@ -408,7 +410,7 @@ class Run {
       const Tensor& all = out.value();
       for (std::size_t t = 0; t < values.size(); ++t)
         if (values[t].id() >= scope_.begin && values[t].value().defined())
-          tape_.share_value(values[t].id(), all[static_cast<std::int64_t>(t)]);
+          TapeAccess::share_value(tape_, values[t].id(), all[static_cast<std::int64_t>(t)]);
     }
     return out;
   }

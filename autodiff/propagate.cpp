@@ -1,0 +1,194 @@
+// The reverse pass: one loop down the nodes, calling each op's backward rule, in one of
+// two modes. TensorMode is plain backward (gradients are values); VarMode records the
+// pass on the tape (grad with create_graph), so gradients can be differentiated again.
+#include <recur/autodiff/recompute_detail.hpp>
+#include <recur/autodiff/record.hpp>
+#include <recur/core/creation.hpp>
+#include <recur/core/elementwise.hpp>
+
+namespace recur {
+namespace {
+
+// Gradient accumulation recorded under create_graph: a + b, gradient passed to both.
+struct AccumulateGrads {
+  static constexpr std::string_view name = "accumulate_grads";
+  Tensor forward(const Tensor& a, const Tensor& b) const { return add_tensors(name, a, b); }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    return {a.grad, a.grad};
+  }
+};
+
+bool is_defined(const Tensor& t) { return t.defined(); }
+bool is_defined(const Var& v) { return v.defined(); }
+void accumulate(Tensor& acc, Tensor g) { accumulate_into(acc, g); }
+void accumulate(Var& acc, Var g) { acc = acc.defined() ? record(AccumulateGrads{}, acc, g) : std::move(g); }
+template <class G>
+G from_tensor(Tape& tape, Tensor t);
+template <>
+Tensor from_tensor<Tensor>(Tape&, Tensor t) { return t; }
+template <>
+Var from_tensor<Var>(Tape& tape, Tensor t) { return tape.constant(std::move(t)); }
+Var as_result(Tape& tape, const Tensor& g) { return tape.constant(g); }
+Var as_result(Tape&, const Var& g) { return g; }
+
+// What both modes track: the gradient reaching each node so far and, for grad(), the
+// gradients of the nodes it asked for, kept as the pass goes by them.
+template <class G>
+class PassGrads {
+ public:
+  using Grad = G;
+  PassGrads(Tape& tape, std::uint32_t hi) : tape_(tape), grads_(hi + 1) {}
+
+  bool reached(std::uint32_t i) const { return is_defined(grads_[i]); }
+  G take(std::uint32_t i) {
+    G g = std::move(grads_[i]);
+    grads_[i] = G();
+    if (!kept_slot_.empty() && kept_slot_[i] >= 0) kept_[kept_slot_[i]] = g;
+    return g;
+  }
+  void add(std::uint32_t i, G g) { accumulate(grads_[i], std::move(g)); }
+  void seed(std::uint32_t i, Tensor g) { add(i, from_tensor<G>(tape_, std::move(g))); }
+
+  // grad(): keep the gradients of `inputs` (those at or below hi) as the pass reaches them.
+  void keep_gradients_of(std::span<const Var> inputs) {
+    kept_slot_.assign(grads_.size(), -1);
+    for (const auto& in : inputs)
+      if (in.id() < grads_.size() && kept_slot_[in.id()] < 0) {
+        kept_slot_[in.id()] = static_cast<std::int32_t>(kept_.size());
+        kept_.emplace_back();
+      }
+  }
+  // After the pass: one Var per input, zeros for an input no gradient reached.
+  std::vector<Var> gradients_of(std::span<const Var> inputs) const {
+    std::vector<Var> result;
+    for (const auto& in : inputs) {
+      const std::int32_t slot = in.id() < grads_.size() ? kept_slot_[in.id()] : -1;
+      if (slot >= 0 && is_defined(kept_[slot])) result.push_back(as_result(tape_, kept_[slot]));
+      else result.push_back(tape_.constant(zeros(in.shape(), in.dtype())));
+    }
+    return result;
+  }
+
+ protected:
+  Tape& tape_;
+  std::vector<G> grads_;
+  std::vector<std::int32_t> kept_slot_;  // node -> index into kept_, -1 when not asked for
+  std::vector<G> kept_;
+};
+
+// Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
+class InputGrads final : public detail::GradSink {
+ public:
+  InputGrads(std::vector<Tensor>& grads, const Tape& tape, const detail::Node& node)
+      : grads_(grads), tape_(tape), node_(node) {}
+  Tensor& dense(std::size_t input) override {
+    const std::uint32_t id = node_.inputs[input];
+    Tensor& acc = grads_[id];
+    const Tensor& x = TapeAccess::node_value(tape_, id);
+    if (!acc.defined()) acc = zeros(x.shape(), x.dtype());
+    else if (!acc.storage()->unique()) acc = acc.clone();
+    return acc;
+  }
+
+ private:
+  std::vector<Tensor>& grads_;
+  const Tape& tape_;
+  const detail::Node& node_;
+};
+
+// Plain backward: rules run on the node values; backward() (to_leaves) also hands the
+// gradients reaching leaves to the Shared reads and variables.
+class TensorMode : public PassGrads<Tensor> {
+ public:
+  TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves) : PassGrads(tape, hi), to_leaves_(to_leaves) {}
+
+  template <class Deliver>
+  void at_leaf(const Tensor& g, Deliver&& deliver) const {
+    if (to_leaves_) deliver(g);
+  }
+  Grads<Tensor> backward(const detail::Node& n, std::uint32_t, const Tensor& g, std::span<const std::uint8_t> needs) {
+    boost::container::small_vector<const Tensor*, 4> inputs;
+    for (std::uint32_t in : n.inputs) inputs.push_back(&TapeAccess::node_value(tape_, in));
+    InputGrads sink(grads_, tape_, n);
+    return n.op.backward(BackwardArgs<Tensor>{g, InputList<Tensor>(inputs.data(), inputs.size()), n.value, needs, &sink});
+  }
+
+ private:
+  bool to_leaves_;
+};
+
+// create_graph: rules run on Vars, so what they compute is recorded on the tape.
+class VarMode : public PassGrads<Var> {
+ public:
+  using PassGrads::PassGrads;
+
+  template <class Deliver>
+  void at_leaf(const Var&, Deliver&&) const {}  // grad() accumulates nowhere
+  Grads<Var> backward(const detail::Node& n, std::uint32_t i, const Var& g, std::span<const std::uint8_t> needs) {
+    boost::container::small_vector<Var, 4> handles;
+    for (std::uint32_t in : n.inputs) handles.push_back(TapeAccess::handle(tape_, in));
+    boost::container::small_vector<const Var*, 4> inputs;
+    for (const Var& h : handles) inputs.push_back(&h);
+    const Var out = TapeAccess::handle(tape_, i);
+    return n.op.backward(BackwardArgs<Var>{g, InputList<Var>(inputs.data(), inputs.size()), out, needs, nullptr});
+  }
+};
+
+void check_gradient(const detail::Node& n, std::size_t input, const Tensor& in_value, const Tensor& g) {
+  if (g.shape() != in_value.shape() || g.dtype() != in_value.dtype())
+    fail<GradientError>(n.op.name(), "backward produced a ", g.dtype(), " gradient of shape ", to_string(g.shape()),
+                        " for input ", input, " of ", in_value.dtype(), " shape ", to_string(in_value.shape()));
+}
+
+}  // namespace
+
+template <class Mode>
+void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
+  detail::Recompute* const released = released_ranges();  // nullptr: no recomputation at all
+  for (std::uint32_t i = hi + 1; i-- > lo;) {
+    if (released) released->release_above(i);
+    if (!mode.reached(i)) continue;
+    const auto g = mode.take(i);
+    const detail::Node& n = nodes_[i];
+    if (!n.op) {  // leaves (Shared reads) receive their gradient even below a cut
+      mode.at_leaf(g, [&](const Tensor& t) { accumulate_into_leaf(n, t); });
+      continue;
+    }
+    if (n.cut) continue;
+    if (released) released->ensure_node(n, i);
+    boost::container::small_vector<std::uint8_t, 4> needs;
+    for (std::uint32_t in : n.inputs) needs.push_back(in >= lo && nodes_[in].requires_grad);
+    auto gs = mode.backward(n, i, g, std::span<const std::uint8_t>(needs.data(), needs.size()));
+    if (released) released->ensure_inputs(n);  // a rule that ran a pass of its own may have released them
+    for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
+      if (!needs[j] || !is_defined(gs[j])) continue;
+      check_gradient(n, j, nodes_[n.inputs[j]].value, value_of(gs[j]));
+      mode.add(n.inputs[j], std::move(gs[j]));
+    }
+  }
+  if (released) released->release_all();
+}
+
+void Tape::backward_to_leaves(const Var& output, const Tensor& grad_output) {
+  TensorMode mode(*this, output.id(), /*to_leaves=*/true);
+  mode.seed(output.id(), grad_output);
+  propagate(mode, 0, output.id());
+}
+
+std::vector<Var> Tape::grad_of_inputs(std::span<const Var> outputs, std::span<const Var> inputs,
+                                      std::span<const Tensor> seeds, std::uint32_t lo, std::uint32_t hi,
+                                      bool create_graph) {
+  auto run = [&](auto mode) {
+    mode.keep_gradients_of(inputs);
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      const Tensor& v = outputs[k].value();
+      mode.seed(outputs[k].id(), seeds.empty() ? ones(v.shape(), v.dtype()) : seeds[k]);
+    }
+    propagate(mode, lo, hi);
+    return mode.gradients_of(inputs);
+  };
+  return create_graph ? run(VarMode(*this, hi)) : run(TensorMode(*this, hi, /*to_leaves=*/false));
+}
+
+}  // namespace recur

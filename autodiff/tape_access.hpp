@@ -1,0 +1,56 @@
+#pragma once
+// TapeAccess: the tape's plumbing, for the code that records on it: record() (autodiff/
+// record.hpp), ops that record nodes themselves (random draws), and constructs built on the
+// tape (scan: scopes, released ranges, cut gradients). Users call Tape's public members.
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <recur/autodiff/tape.hpp>
+
+namespace recur {
+
+class TapeAccess {
+ public:
+  // ---- recording ---------------------------------------------------------------------------
+  static const Tensor& node_value(const Tape& tape, std::uint32_t id) { return tape.nodes_[id].value; }
+  static bool requires_grad(const Tape& tape, std::uint32_t id) { return tape.nodes_[id].requires_grad; }
+  static Var push(Tape& tape, Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op,
+                  bool requires_grad) {
+    return tape.push(std::move(value), inputs, std::move(op), requires_grad);
+  }
+  static Var handle(const Tape& tape, std::uint32_t id) { return tape.handle(id); }
+  static bool owns(const Tape& tape, const Var& v) { return tape.owns(v); }
+  // Asks the innermost scope that checks inputs (if any) whether op `op` may use `inputs`.
+  static void check_inputs(const Tape& tape, std::string_view op, std::span<const std::uint32_t> inputs) {
+    tape.check_inputs(op, inputs);
+  }
+  // Drops the nodes recorded after the first `size`: how a composite op that fails
+  // halfway leaves the tape as it found it (see transactional() in record.hpp).
+  static void truncate(Tape& tape, std::uint32_t size) { tape.truncate(size); }
+
+  // ---- gradients ---------------------------------------------------------------------------
+  // The gradient backward left in variable leaf `id` (zeros before any).
+  static Tensor leaf_grad(const Tape& tape, std::uint32_t id) { return tape.leaf_grad(id); }
+  // Gradients reaching op nodes [begin, end) are dropped: truncated BPTT.
+  static void cut_gradients(Tape& tape, std::uint32_t begin, std::uint32_t end);
+
+  // ---- memory (autodiff/recompute.cpp) -----------------------------------------------------
+  // Releases the values of op nodes in [begin, end) except `keep`; a backward pass that
+  // needs them recomputes the range from its inputs (replay), then releases it again.
+  static void release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
+  // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
+  // (scan points each step's output into the stacked result instead of keeping a copy).
+  static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);
+
+  // ---- scopes (autodiff/recording_scope.hpp) -----------------------------------------------
+  static void push_scope(Tape& tape, RecordingScope* scope);
+  static void pop_scope(Tape& tape);
+  // The innermost active scope, nullptr outside any.
+  static RecordingScope* innermost_scope(const Tape& tape) {
+    return tape.scopes_.empty() ? nullptr : tape.scopes_.back();
+  }
+};
+
+}  // namespace recur
