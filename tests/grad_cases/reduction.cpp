@@ -12,6 +12,11 @@ std::vector<GradCase> reduction_cases() {
       {"mean_axis", same_shape(1, 1, 3), [](S x) { return mean(tanh(x[0]), {0}); }},
       {"max_all", same_shape(1, 1, 3), [](S x) { return max(x[0] * x[0]); }, Domain::distinct},
       {"max_axis_keepdims", same_shape(1, 2, 3), [](S x) { return max(x[0], {1}, true) * x[0]; }, Domain::distinct},
+      {"min_all", same_shape(1, 1, 3), [](S x) { return min(x[0] * x[0]); }, Domain::distinct},
+      {"min_axis_keepdims", same_shape(1, 2, 3), [](S x) { return min(x[0], {1}, true) * x[0]; }, Domain::distinct},
+      {"prod_all", same_shape(1, 0, 3), [](S x) { return prod(x[0]); }},
+      {"prod_axes_keepdims", same_shape(1, 2, 3), [](S x) { return prod(x[0], {0, -1}, true) * x[0]; }},
+      {"prod_middle_axis", same_shape(1, 3, 3), [](S x) { return prod(tanh(x[0]), {1}); }},
   };
 }
 
