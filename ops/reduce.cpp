@@ -32,14 +32,14 @@ ReducedShapes reduced_shapes(std::string_view op, const Shape& in, const Axes& a
   return r;
 }
 
-// What the backward rule of a reduction gets: the output's gradient broadcast back to x's
-// shape, x, the output with the reduced axes kept (size 1), and the reduced axes.
+// What the backward rule of a reduction gets.
 template <class V>
 struct ReductionGrad {
-  V grad;
+  V grad;             // the output's gradient, broadcast back to x's shape
   const V& x;
-  V y;
-  const Axes& axes;
+  const V& y;         // the output
+  const Shape& kept;  // x's shape with the reduced axes set to 1 (y's shape under keepdims)
+  const Axes& axes;   // the reduced axes: normalized, sorted, unique
 };
 
 // One struct per reduction, turned into an op by Reduction<F>:
@@ -67,7 +67,7 @@ struct Reduction {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     const V& x = a.inputs[0];
     const auto s = reduced_shapes(name, x.shape(), axes, keepdims);
-    return {F::df(ReductionGrad<V>{broadcast_to(reshape(a.grad, s.kept), x.shape()), x, reshape(a.output, s.kept), s.axes})};
+    return {F::df(ReductionGrad<V>{broadcast_to(reshape(a.grad, s.kept), x.shape()), x, a.output, s.kept, s.axes})};
   }
 };
 
@@ -90,7 +90,7 @@ struct ExtremeF {
   }
   template <class V> static V df(const ReductionGrad<V>& r) {
     const Tensor& x = value_of(r.x);
-    const Tensor& y = value_of(r.y);
+    const Tensor y = value_of(r.y).view(r.kept);
     const Tensor hit = add(equal(x, y), mul(not_equal(x, x), not_equal(y, y)));  // x != x: x is NaN
     const Tensor share = div(hit, sum(hit, r.axes, true));
     return mul(r.grad, lift(r.grad, share));

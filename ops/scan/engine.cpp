@@ -96,7 +96,8 @@ std::int64_t count_equal_steps(const ScanProgram& p, const std::vector<SequenceP
   if (std::any_of(seqs.begin(), seqs.end(), [n](const auto& s) { return s.steps != n; })) {
     std::string lengths;
     for (std::size_t i = 0; i < seqs.size(); ++i)
-      lengths += (i ? "; " : "") + sequence_shape(p, i) + " has " + std::to_string(seqs[i].steps) + along_axis(seqs[i]);
+      lengths += (i ? "; " : "") + sequence_shape(p, i) + " has " + std::to_string(seqs[i].steps) +
+                 along_axis(seqs[i]);
     fail<ValueError>(p.face, p.sequences_name, " differ in length: ", lengths);
   }
   if (p.n_steps && *p.n_steps != n)

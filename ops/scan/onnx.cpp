@@ -13,12 +13,14 @@ namespace recur {
 namespace {
 
 // An attribute list is either empty (defaults) or has one entry per input (or output).
-void check_count(std::string_view face, std::string_view attribute, std::size_t size, std::size_t expected, std::string_view what) {
+void check_count(std::string_view face, std::string_view attribute, std::size_t size, std::size_t expected,
+                 std::string_view what) {
   if (size != 0 && size != expected)
     fail<ValueError>(face, attribute, " has ", size, " entries for ", expected, " ", what);
 }
 
-void check_directions(std::string_view face, std::string_view attribute, const std::vector<std::int64_t>& directions) {
+void check_directions(std::string_view face, std::string_view attribute,
+                      const std::vector<std::int64_t>& directions) {
   for (std::size_t i = 0; i < directions.size(); ++i)
     if (directions[i] != 0 && directions[i] != 1)
       fail<ValueError>(face, attribute, "[", i, "] = ", directions[i], "; a direction is 0 or 1");
@@ -29,7 +31,8 @@ std::int64_t entry(const std::vector<std::int64_t>& attribute, std::size_t i) {
 }
 
 // The scan axes of the inputs, normalized. (Their lengths along them: the engine checks.)
-std::vector<std::int64_t> input_axes(std::string_view face, const std::vector<Var>& inputs, const OnnxScanOptions& o) {
+std::vector<std::int64_t> input_axes(std::string_view face, const std::vector<Var>& inputs,
+                                     const OnnxScanOptions& o) {
   std::vector<std::int64_t> axes;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = "scan_inputs[" + std::to_string(i) + "]";
