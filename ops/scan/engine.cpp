@@ -20,9 +20,20 @@ std::string taps_to_string(const std::vector<std::int64_t>& taps) {
   return to_string(s);
 }
 
-// Output j as the face calls it.
+// Output j and sequence i as the face calls them.
 std::string output_name(const ScanProgram& p, std::size_t j) {
   return p.output_name ? p.output_name(j) : "output " + std::to_string(j);
+}
+std::string sequence_name(const ScanProgram& p, std::size_t i) {
+  return p.sequence_name ? p.sequence_name(i) : "sequence " + std::to_string(i);
+}
+
+// Options that do not depend on the sequences.
+void check_options(const ScanProgram& p) {
+  if (p.truncate_gradient < -1)
+    fail<ValueError>(p.face, "truncate_gradient = ", p.truncate_gradient,
+                     "; it is -1 (no truncation) or the number of steps to backpropagate through (>= 0)");
+  if (p.checkpoint.every < 0) fail<ValueError>(p.face, "checkpoint interval ", p.checkpoint.every, " is negative");
 }
 
 // Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
@@ -58,10 +69,10 @@ std::vector<SequencePlan> plan_sequences(const ScanProgram& p) {
   std::vector<SequencePlan> plans;
   for (std::size_t i = 0; i < p.sequences.size(); ++i) {
     const SequenceSpec& s = p.sequences[i];
-    if (!s.data.defined()) fail<ValueError>(p.face, "sequence ", i, " is an undefined Var");
-    if (s.taps.empty()) fail<ValueError>(p.face, "sequence ", i, " has no taps");
+    if (!s.data.defined()) fail<ValueError>(p.face, sequence_name(p, i), " is an undefined Var");
+    if (s.taps.empty()) fail<ValueError>(p.face, sequence_name(p, i), " has no taps");
     if (s.data.rank() == 0)
-      fail<ShapeError>(p.face, "sequence ", i, " is 0-d; a sequence needs a time axis");
+      fail<ShapeError>(p.face, sequence_name(p, i), " is 0-d; a sequence needs a time axis");
     const std::int64_t axis = normalize_axis(p.face, s.axis, s.data.shape(), "sequence axis");
     const auto [lo, hi] = std::minmax_element(s.taps.begin(), s.taps.end());
     const std::int64_t first = -std::min<std::int64_t>(*lo, 0), last = std::max<std::int64_t>(*hi, 0);
@@ -71,20 +82,51 @@ std::vector<SequencePlan> plan_sequences(const ScanProgram& p) {
   return plans;
 }
 
-std::int64_t count_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
-  if (seqs.empty()) {
-    if (!p.n_steps) fail<ValueError>(p.face, "without sequences, n_steps (or length) is required");
-    return std::abs(*p.n_steps);
+// "xs[0] of shape [3, 2]" and, for sequences with more than one axis, " along axis 0".
+std::string sequence_shape(const ScanProgram& p, std::size_t i) {
+  return sequence_name(p, i) + " of shape " + to_string(p.sequences[i].data.shape());
+}
+std::string along_axis(const SequencePlan& s) {
+  return s.spec->data.rank() > 1 ? " along axis " + std::to_string(s.axis) : "";
+}
+
+// Lengths::equal: one length for all, which n_steps (if given) must be.
+std::int64_t count_equal_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
+  if (p.n_steps && *p.n_steps < 0) fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " is negative");
+  if (seqs.empty()) return *p.n_steps;
+  const std::int64_t n = seqs[0].steps;
+  if (std::any_of(seqs.begin(), seqs.end(), [n](const auto& s) { return s.steps != n; })) {
+    std::string lengths;
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      lengths += (i ? "; " : "") + sequence_shape(p, i) + " has " + std::to_string(seqs[i].steps) +
+                 along_axis(seqs[i]);
+    fail<ValueError>(p.face, p.sequences_name, " differ in length: ", lengths);
   }
+  if (p.n_steps && *p.n_steps != n)
+    fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " disagrees with ", p.sequences_name, ": ",
+                     sequence_shape(p, 0), " has length ", n, along_axis(seqs[0]));
+  return n;
+}
+
+// Lengths::shortest: the shortest sequence, or fewer steps when n_steps asks for them.
+std::int64_t count_shortest_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
+  if (seqs.empty()) return std::abs(*p.n_steps);
   const auto shortest = std::min_element(seqs.begin(), seqs.end(),
                                          [](const auto& a, const auto& b) { return a.steps < b.steps; });
   if (!p.n_steps) return shortest->steps;
   const std::int64_t wanted = std::abs(*p.n_steps);
   if (wanted > shortest->steps)
-    fail<ValueError>(p.face, "sequence ", shortest - seqs.begin(), " of shape ", to_string(shortest->spec->data.shape()),
-                     " with taps ", taps_to_string(shortest->spec->taps), " feeds only ", shortest->steps,
-                     " steps, fewer than n_steps = ", wanted);
+    fail<ValueError>(p.face, sequence_shape(p, static_cast<std::size_t>(shortest - seqs.begin())), " with taps ",
+                     taps_to_string(shortest->spec->taps), " feeds only ", shortest->steps, " steps, fewer than ",
+                     p.n_steps_name, " = ", wanted);
   return wanted;
+}
+
+// The number of iterations: the one place that checks the sequences' lengths.
+std::int64_t count_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
+  if (seqs.empty() && !p.n_steps)
+    fail<ValueError>(p.face, "without ", p.sequences_name, ", ", p.n_steps_name, " is required");
+  return p.lengths == Lengths::equal ? count_equal_steps(p, seqs) : count_shortest_steps(p, seqs);
 }
 
 std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
@@ -119,8 +161,7 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
 
 std::int64_t checkpoint_interval(const Checkpoint& c, std::int64_t steps) {
   if (c.automatic) return std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(steps))));
-  if (c.every < 0) fail<ValueError>("scan", "checkpoint interval ", c.every, " is negative");
-  return c.every;
+  return c.every;  // >= 0: check_options
 }
 
 // Pops the scan's scope from the tape however the run ends.
@@ -443,6 +484,7 @@ class Run {
 }  // namespace
 
 ScanRun run(const StepFn& step, const ScanProgram& program) {
+  check_options(program);
   Tape& tape = tape_of(program);
   return transactional(tape, [&] {
     Run r(step, program, tape);

@@ -30,14 +30,22 @@ struct OutputSpec {
   std::int64_t stack_axis = 0;          // where the time axis of the stacked output goes
 };
 
+// How the number of steps follows from the sequences' lengths. The engine is the one place
+// that checks them, in the face's own words (ScanProgram's *_name fields).
+enum class Lengths {
+  shortest,  // Theano: lengths may differ; the shortest bounds n_steps, which may be negative
+  equal,     // JAX, ONNX: every sequence has one length; n_steps, if given, is that and >= 0
+};
+
 struct ScanProgram {
-  std::string_view face = "scan";  // names the caller in error messages
+  std::string_view face = "scan";  // names the entry point the user called in error messages
   std::vector<SequenceSpec> sequences;
   std::vector<OutputSpec> outputs;
   std::vector<Var> non_sequences;
-  std::optional<std::int64_t> n_steps;  // with sequences: at most their length
+  std::optional<std::int64_t> n_steps;  // with sequences: at most (or exactly) their length
+  Lengths lengths = Lengths::shortest;
   bool backwards = false;               // iterate every sequence from its end
-  std::int64_t truncate_gradient = -1;  // -1: full BPTT
+  std::int64_t truncate_gradient = -1;  // -1: full BPTT; k >= 0: the last k steps; else ValueError
   bool strict = false;
   Checkpoint checkpoint;
   // When true, outputs the step returns beyond `outputs` are added after the first step,
@@ -51,6 +59,11 @@ struct ScanProgram {
   std::vector<OutputSpec> extra_output_specs;
   // How error messages name output j in the face's own terms ("carry[1]"); unset: "output j".
   std::function<std::string(std::size_t)> output_name;
+  // Likewise sequence i ("xs[0]", "scan_inputs[1]"); unset: "sequence i". The sequences
+  // together and n_steps, in the face's words ("xs leaves", "length").
+  std::function<std::string(std::size_t)> sequence_name;
+  std::string_view sequences_name = "sequences";
+  std::string_view n_steps_name = "n_steps";
 };
 
 struct ScanRun {

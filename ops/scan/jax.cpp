@@ -8,48 +8,27 @@
 namespace recur::jax_detail {
 namespace {
 
-constexpr std::string_view kFace = "scan (jax)";
-
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
 
-// The number of steps: the common leading length of xs' leaves, which `length` must match.
-std::int64_t count_steps(const FlatScan& in, const JaxScanOptions& o) {
-  if (o.length && *o.length < 0) fail<ValueError>(kFace, "length = ", *o.length, " is negative");
-  for (std::size_t i = 0; i < in.xs.size(); ++i) {
-    if (!in.xs[i].defined()) fail<ValueError>(kFace, in.xs_paths[i], " is an undefined Var");
-    if (in.xs[i].rank() == 0)
-      fail<ShapeError>(kFace, in.xs_paths[i], " is 0-d; xs are scanned along their leading axis");
-  }
-  if (in.xs.empty()) {
-    if (!o.length) fail<ValueError>(kFace, in.has_xs ? "xs has no leaves" : "without xs", ": length is required");
-    return *o.length;
-  }
-  const std::int64_t n = in.xs[0].size(0);
-  for (std::size_t i = 1; i < in.xs.size(); ++i)
-    if (in.xs[i].size(0) != n)
-      fail<ValueError>(kFace, "xs leaves differ in length: ", in.xs_paths[0], " of shape ",
-                       to_string(in.xs[0].shape()), " has ", n, " but ", in.xs_paths[i], " of shape ",
-                       to_string(in.xs[i].shape()), " has ", in.xs[i].size(0));
-  if (o.length && *o.length != n)
-    fail<ValueError>(kFace, "length = ", *o.length, " disagrees with xs: ", in.xs_paths[0], " of shape ",
-                     to_string(in.xs[0].shape()), " has length ", n);
-  return n;
-}
-
 }  // namespace
 
 FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) {
-  const std::int64_t steps = count_steps(in, o);
+  const std::string_view face = in.face;
   const std::size_t n_carry = in.init.size(), n_xs = in.xs.size();
   for (std::size_t i = 0; i < n_carry; ++i)
-    if (!in.init[i].defined()) fail<ValueError>(kFace, in.init_paths[i], " of init is an undefined Var");
+    if (!in.init[i].defined()) fail<ValueError>(face, in.init_paths[i], " of init is an undefined Var");
 
   scan_engine::ScanProgram p;
-  p.face = kFace;
+  p.face = face;
+  // Every leaf of xs has one length, which `length` must match: the engine checks.
+  p.lengths = scan_engine::Lengths::equal;
+  p.sequences_name = in.has_xs ? "xs leaves" : "xs";
+  p.sequence_name = [&](std::size_t i) { return in.xs_paths[i]; };
+  p.n_steps_name = "length";
   for (const auto& x : in.xs) p.sequences.push_back({x, {0}, 0, false});
   for (const auto& c : in.init) {
     scan_engine::OutputSpec spec;
@@ -57,7 +36,7 @@ FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) 
     spec.keep = Keep::last;
     p.outputs.push_back(spec);
   }
-  p.n_steps = steps;
+  p.n_steps = o.length;
   p.backwards = o.reverse;
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
@@ -75,11 +54,11 @@ FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) 
     // The engine passes the slices of xs first, then the carry.
     FlatOut out = f(args.subspan(n_xs, n_carry), args.first(n_xs));
     if (out.carry.size() != n_carry)
-      fail<ValueError>(kFace, "f returned a carry of ", out.carry.size(), " leaves; init has ", n_carry, " (",
+      fail<ValueError>(face, "f returned a carry of ", out.carry.size(), " leaves; init has ", n_carry, " (",
                        joined(in.init_paths), ")");
     if (!n_ys) n_ys = out.ys.size();
     if (out.ys.size() != *n_ys)
-      fail<ValueError>(kFace, "f returned ", out.ys.size(), " leaves of y; its first call returned ", *n_ys);
+      fail<ValueError>(face, "f returned ", out.ys.size(), " leaves of y; its first call returned ", *n_ys);
     std::vector<Var> outputs = std::move(out.carry);
     outputs.insert(outputs.end(), out.ys.begin(), out.ys.end());
     return StepResult(std::move(outputs));

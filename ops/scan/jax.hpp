@@ -1,7 +1,11 @@
 #pragma once
 // JAX's face of scan: jax.lax.scan(f, init, xs, length, reverse).
 //
-//   auto [carry, ys] = scan(f, init, xs, {.length, .reverse, .truncate_gradient, .checkpoint});
+//   auto [carry, ys] = jax::scan(f, init, xs, {.length, .reverse, .truncate_gradient, .checkpoint});
+//
+// recur::scan(f, init, xs, options) is the short form (messages then say "scan (jax)").
+// As with Theano's face (theano.hpp), the argument types live in recur and are named in
+// recur::jax too: jax::ScanOptions is JaxScanOptions, jax::no_xs is no_xs.
 //
 // f(carry, x) returns std::pair{new_carry, y} (or a 2-tuple). carry, x and y are trees: a
 // Var, a std::tuple / std::pair / std::vector of trees. x is one slice of xs along its
@@ -20,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -144,6 +149,7 @@ struct FlatOut {
 using FlatStep = std::function<FlatOut(std::span<const Var> carry, std::span<const Var> x)>;
 
 struct FlatScan {
+  std::string_view face;  // the entry point called, for messages
   std::vector<Var> init, xs;
   std::vector<std::string> init_paths, xs_paths;
   bool has_xs = true;
@@ -167,19 +173,21 @@ struct StepReturn<F, Carry, NoXs> {
   using type = std::remove_cvref_t<std::invoke_result_t<F&, const Carry&>>;
 };
 
-}  // namespace jax_detail
+// What scan accepts as init and xs.
+template <class Carry, class Xs>
+concept ScanTrees = jax_tree::IsTree<Carry> && (jax_tree::IsTree<Xs> || std::is_same_v<Xs, NoXs>);
 
-// ---- scan -------------------------------------------------------------------------------
-template <class F, class Carry = std::vector<Var>, class Xs = std::vector<Var>>
-  requires jax_tree::IsTree<Carry> && (jax_tree::IsTree<Xs> || std::is_same_v<Xs, NoXs>)
-auto scan(F&& f, const Carry& init, const Xs& xs, const JaxScanOptions& options = {}) {
+// scan on trees, as the entry point `face`: flattens, runs on leaves, rebuilds.
+template <class F, class Carry, class Xs>
+auto scan_trees(std::string_view face, F& f, const Carry& init, const Xs& xs, const JaxScanOptions& options) {
   constexpr bool has_xs = !std::is_same_v<Xs, NoXs>;
   using R = typename jax_detail::StepReturn<std::remove_reference_t<F>, Carry, Xs>::type;
   using Y = std::remove_cvref_t<std::tuple_element_t<1, R>>;
   static_assert(std::tuple_size_v<R> == 2 && jax_tree::IsTree<Y>,
                 "f must return a pair (new carry, y) whose y is a tree of Vars");
 
-  jax_detail::FlatScan in;
+  FlatScan in;
+  in.face = face;
   in.init = jax_tree::leaves(init);
   in.init_paths = jax_tree::paths(init, "carry");
   if constexpr (has_xs) {
@@ -202,10 +210,32 @@ auto scan(F&& f, const Carry& init, const Xs& xs, const JaxScanOptions& options 
       y_like = y;
       ys_paths = jax_tree::paths(y, "ys");
     }
-    return jax_detail::FlatOut{jax_tree::leaves(new_carry), jax_tree::leaves(y)};
+    return FlatOut{jax_tree::leaves(new_carry), jax_tree::leaves(y)};
   };
-  jax_detail::FlatResult r = jax_detail::scan(step, in, options);
+  FlatResult r = jax_detail::scan(step, in, options);
   return std::pair<Carry, Y>{jax_tree::unflatten(init, r.carry), jax_tree::unflatten(*y_like, r.ys)};
+}
+
+}  // namespace jax_detail
+
+// ---- scan -------------------------------------------------------------------------------
+namespace jax {
+using ScanOptions = JaxScanOptions;
+using recur::NoXs;
+using recur::no_xs;
+
+template <class F, class Carry = std::vector<Var>, class Xs = std::vector<Var>>
+  requires jax_detail::ScanTrees<Carry, Xs>
+auto scan(F&& f, const Carry& init, const Xs& xs, const ScanOptions& options = {}) {
+  return jax_detail::scan_trees("jax::scan", f, init, xs, options);
+}
+}  // namespace jax
+
+// The short form.
+template <class F, class Carry = std::vector<Var>, class Xs = std::vector<Var>>
+  requires jax_detail::ScanTrees<Carry, Xs>
+auto scan(F&& f, const Carry& init, const Xs& xs, const JaxScanOptions& options = {}) {
+  return jax_detail::scan_trees("scan (jax)", f, init, xs, options);
 }
 
 }  // namespace recur

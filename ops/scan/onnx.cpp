@@ -12,62 +12,55 @@
 namespace recur {
 namespace {
 
-constexpr std::string_view kFace = "onnx_scan";
-
 // An attribute list is either empty (defaults) or has one entry per input (or output).
-void check_count(std::string_view attribute, std::size_t size, std::size_t expected, std::string_view what) {
+void check_count(std::string_view face, std::string_view attribute, std::size_t size, std::size_t expected,
+                 std::string_view what) {
   if (size != 0 && size != expected)
-    fail<ValueError>(kFace, attribute, " has ", size, " entries for ", expected, " ", what);
+    fail<ValueError>(face, attribute, " has ", size, " entries for ", expected, " ", what);
 }
 
-void check_directions(std::string_view attribute, const std::vector<std::int64_t>& directions) {
+void check_directions(std::string_view face, std::string_view attribute,
+                      const std::vector<std::int64_t>& directions) {
   for (std::size_t i = 0; i < directions.size(); ++i)
     if (directions[i] != 0 && directions[i] != 1)
-      fail<ValueError>(kFace, attribute, "[", i, "] = ", directions[i], "; a direction is 0 or 1");
+      fail<ValueError>(face, attribute, "[", i, "] = ", directions[i], "; a direction is 0 or 1");
 }
 
 std::int64_t entry(const std::vector<std::int64_t>& attribute, std::size_t i) {
   return i < attribute.size() ? attribute[i] : 0;
 }
 
-// The scan axes of the inputs, normalized; every input must have the same length on its axis.
-std::vector<std::int64_t> input_axes(const std::vector<Var>& inputs, const OnnxScanOptions& o) {
+// The scan axes of the inputs, normalized. (Their lengths along them: the engine checks.)
+std::vector<std::int64_t> input_axes(std::string_view face, const std::vector<Var>& inputs,
+                                     const OnnxScanOptions& o) {
   std::vector<std::int64_t> axes;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = "scan_inputs[" + std::to_string(i) + "]";
-    if (!inputs[i].defined()) fail<ValueError>(kFace, name, " is an undefined Var");
-    axes.push_back(normalize_axis(kFace, entry(o.scan_input_axes, i), inputs[i].shape(),
+    if (!inputs[i].defined()) fail<ValueError>(face, name, " is an undefined Var");
+    axes.push_back(normalize_axis(face, entry(o.scan_input_axes, i), inputs[i].shape(),
                                   "scan_input_axes[" + std::to_string(i) + "] of " + name));
-  }
-  bool equal = true;
-  for (std::size_t i = 1; i < inputs.size(); ++i) equal = equal && inputs[i].size(axes[i]) == inputs[0].size(axes[0]);
-  if (!equal) {
-    std::string lengths;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      lengths += (i ? "; scan_inputs[" : "scan_inputs[") + std::to_string(i) + "] of shape " +
-                 to_string(inputs[i].shape()) + " has " + std::to_string(inputs[i].size(axes[i])) + " along axis " +
-                 std::to_string(axes[i]);
-    fail<ValueError>(kFace, "scan inputs differ in length: ", lengths);
   }
   return axes;
 }
 
-}  // namespace
-
-OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
-                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& o) {
+// onnx::scan as the entry point `face`.
+OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
+                        const std::vector<Var>& scan_inputs, const OnnxScanOptions& o) {
   const std::size_t n = initial_states.size(), m = scan_inputs.size();
-  if (m == 0) fail<ValueError>(kFace, "no scan inputs; their length is the number of iterations");
-  check_count("scan_input_axes", o.scan_input_axes.size(), m, "scan inputs");
-  check_count("scan_input_directions", o.scan_input_directions.size(), m, "scan inputs");
-  check_directions("scan_input_directions", o.scan_input_directions);
-  check_directions("scan_output_directions", o.scan_output_directions);
+  if (m == 0) fail<ValueError>(face, "no scan inputs; their length is the number of iterations");
+  check_count(face, "scan_input_axes", o.scan_input_axes.size(), m, "scan inputs");
+  check_count(face, "scan_input_directions", o.scan_input_directions.size(), m, "scan inputs");
+  check_directions(face, "scan_input_directions", o.scan_input_directions);
+  check_directions(face, "scan_output_directions", o.scan_output_directions);
   for (std::size_t i = 0; i < n; ++i)
-    if (!initial_states[i].defined()) fail<ValueError>(kFace, "initial_states[", i, "] is an undefined Var");
-  const std::vector<std::int64_t> axes = input_axes(scan_inputs, o);
+    if (!initial_states[i].defined()) fail<ValueError>(face, "initial_states[", i, "] is an undefined Var");
+  const std::vector<std::int64_t> axes = input_axes(face, scan_inputs, o);
 
   scan_engine::ScanProgram p;
-  p.face = kFace;
+  p.face = face;
+  p.lengths = scan_engine::Lengths::equal;
+  p.sequences_name = "scan inputs";
+  p.sequence_name = [](std::size_t i) { return "scan_inputs[" + std::to_string(i) + "]"; };
   for (std::size_t i = 0; i < m; ++i)
     p.sequences.push_back({scan_inputs[i], {0}, axes[i], entry(o.scan_input_directions, i) == 1});
   for (const auto& s : initial_states) {
@@ -97,13 +90,13 @@ OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_s
     body_args.insert(body_args.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(m));
     std::vector<Var> out = body(std::span<const Var>(body_args));
     if (out.size() < n)
-      fail<ValueError>(kFace, "the body returned ", out.size(), " values; it must return the ", n, " states first");
+      fail<ValueError>(face, "the body returned ", out.size(), " values; it must return the ", n, " states first");
     if (!k_outputs) {
       k_outputs = out.size() - n;
-      check_count("scan_output_axes", o.scan_output_axes.size(), *k_outputs, "scan outputs");
-      check_count("scan_output_directions", o.scan_output_directions.size(), *k_outputs, "scan outputs");
+      check_count(face, "scan_output_axes", o.scan_output_axes.size(), *k_outputs, "scan outputs");
+      check_count(face, "scan_output_directions", o.scan_output_directions.size(), *k_outputs, "scan outputs");
     } else if (out.size() - n != *k_outputs) {
-      fail<ValueError>(kFace, "the body returned ", out.size() - n, " scan outputs; its first call returned ",
+      fail<ValueError>(face, "the body returned ", out.size() - n, " scan outputs; its first call returned ",
                        *k_outputs);
     }
     return StepResult(std::move(out));
@@ -113,6 +106,20 @@ OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_s
   r.final_states.assign(run.outputs.begin(), run.outputs.begin() + static_cast<std::ptrdiff_t>(n));
   r.scan_outputs.assign(run.outputs.begin() + static_cast<std::ptrdiff_t>(n), run.outputs.end());
   return r;
+}
+
+}  // namespace
+
+namespace onnx {
+ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
+                const ScanOptions& options) {
+  return run_scan("onnx::scan", body, initial_states, scan_inputs, options);
+}
+}  // namespace onnx
+
+OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
+                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& options) {
+  return run_scan("onnx_scan", body, initial_states, scan_inputs, options);
 }
 
 }  // namespace recur

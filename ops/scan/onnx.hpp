@@ -2,7 +2,14 @@
 // ONNX's face of scan: the Scan operator (opset 9 and later; version 8's batched form is the
 // same call with the time axis given as 1).
 //
-//   auto [final_states, scan_outputs] = onnx_scan(body, initial_states, scan_inputs, {...});
+//   auto [final_states, scan_outputs] = onnx::scan(body, initial_states, scan_inputs, {...});
+//
+// recur::onnx_scan is the short form (messages then say "onnx_scan"). As with Theano's face
+// (theano.hpp), the argument types live in recur and are named in recur::onnx too
+// (onnx::ScanOptions is OnnxScanOptions, onnx::Body, onnx::ScanResult).
+//
+// Note: inside namespace recur, `onnx` is this namespace and hides the ONNX library's own
+// ::onnx (libonnx's protobuf types): code in recur that uses the library writes ::onnx::.
 //
 // body receives the N states followed by one element of each of the M scan inputs, and
 // returns the N new states followed by K scan output elements. Every scan input must have
@@ -40,6 +47,15 @@ struct OnnxScanResult {
   std::vector<Var> scan_outputs;
 };
 
+namespace onnx {
+using ScanOptions = OnnxScanOptions;
+using Body = OnnxBody;
+using ScanResult = OnnxScanResult;
+ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
+                const ScanOptions& options = {});
+}  // namespace onnx
+
+// The short form of onnx::scan.
 OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
                          const std::vector<Var>& scan_inputs, const OnnxScanOptions& options = {});
 

@@ -1,7 +1,15 @@
 #pragma once
-// Theano's face of scan: scan(fn, {.sequences, .outputs_info, .non_sequences, .n_steps,
-// .truncate_gradient, .go_backwards, .strict}) -> outputs and updates; map, reduce,
-// foldl, foldr. The seed's reference is the specification; see docs in README.
+// Theano's face of scan: theano::scan(fn, {.sequences, .outputs_info, .non_sequences,
+// .n_steps, .truncate_gradient, .go_backwards, .strict}) -> outputs and updates;
+// theano::map, reduce, foldl, foldr. The seed's reference is the specification; see docs
+// in README.
+//
+// Every face lives in its own namespace with the same verb (theano::scan, jax::scan,
+// onnx::scan); recur::scan, map, reduce, foldl and foldr are the short forms, the same
+// functions except that error messages name the short form called. The argument types are
+// declared in recur itself and named in recur::theano too: were they declared in the
+// nested namespace, an unqualified scan(fn, options) would find theano::scan as well
+// through argument-dependent lookup, and the call would be ambiguous.
 //
 // fn receives, in order: every tap of every sequence, every tap of every fed-back output,
 // then the non-sequences; it returns a StepResult (outputs, updates, until).
@@ -55,17 +63,29 @@ struct ScanResult {
   const Var& operator[](std::size_t i) const { return outputs.at(i); }
 };
 
-ScanResult scan(const StepFn& fn, const ScanOptions& options);
+// The entry points, declared twice: in recur::theano and, as short forms, in recur.
+#define RECUR_DECLARE_THEANO_FACE                                                                          \
+  ScanResult scan(const StepFn& fn, const ScanOptions& options);                                           \
+  /* map: fn over the sequences, no feedback. */                                                           \
+  ScanResult map(const StepFn& fn, std::vector<Sequence> sequences, std::vector<Var> non_sequences = {},   \
+                 std::int64_t truncate_gradient = -1, bool go_backwards = false);                          \
+  /* reduce/foldl/foldr: like scan, returning only the last value of each output. */                       \
+  ScanResult reduce(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info, \
+                    std::vector<Var> non_sequences = {}, bool go_backwards = false);                       \
+  ScanResult foldl(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info, \
+                   std::vector<Var> non_sequences = {});                                                   \
+  ScanResult foldr(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info, \
+                   std::vector<Var> non_sequences = {});
 
-// map: fn over the sequences, no feedback.
-ScanResult map(const StepFn& fn, std::vector<Sequence> sequences, std::vector<Var> non_sequences = {},
-               std::int64_t truncate_gradient = -1, bool go_backwards = false);
-// reduce/foldl/foldr: like scan, returning only the last value of each output.
-ScanResult reduce(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info,
-                  std::vector<Var> non_sequences = {}, bool go_backwards = false);
-ScanResult foldl(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info,
-                 std::vector<Var> non_sequences = {});
-ScanResult foldr(const StepFn& fn, std::vector<Sequence> sequences, std::vector<OutputInfo> outputs_info,
-                 std::vector<Var> non_sequences = {});
+namespace theano {
+using recur::OutputInfo;
+using recur::ScanOptions;
+using recur::ScanResult;
+using recur::Sequence;
+RECUR_DECLARE_THEANO_FACE
+}  // namespace theano
+
+RECUR_DECLARE_THEANO_FACE
+#undef RECUR_DECLARE_THEANO_FACE
 
 }  // namespace recur
