@@ -33,6 +33,12 @@ std::function<std::vector<Shape>(Rng&)> broadcast_pair(int min_rank, int max_ran
   };
 }
 
+Rng row_rng(const GradCase& c, std::uint64_t trial) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a: the same on every platform, unlike std::hash
+  for (unsigned char ch : c.name) h = (h ^ ch) * 1099511628211ull;
+  return Rng(h + 7919 * trial);
+}
+
 std::function<std::vector<Shape>(Rng&)> fixed(std::vector<Shape> shapes) {
   return [=](Rng&) { return shapes; };
 }

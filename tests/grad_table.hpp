@@ -73,6 +73,10 @@ struct GradCase {
   // Why a failing Var form may leave nodes on the tape: the ops before the one that
   // rejects the bad input succeed and stay recorded (empty: the tape must be unchanged).
   std::string records_before_throwing{};
+  // The finite-difference check's absolute tolerance (0: check_gradients' default) and why
+  // the row needs a looser one.
+  double finite_difference_atol = 0;
+  std::string finite_difference_reason{};
 
   GradCase covers(std::vector<std::string> ops) && {
     also_covers = std::move(ops);
@@ -85,6 +89,11 @@ struct GradCase {
   }
   GradCase nan_exempt(std::string reason) && {
     nan_exemption = std::move(reason);
+    return std::move(*this);
+  }
+  GradCase finite_differences_within(double atol, std::string reason) && {
+    finite_difference_atol = atol;
+    finite_difference_reason = std::move(reason);
     return std::move(*this);
   }
   GradCase partial_on_throw(std::string reason) && {
@@ -103,6 +112,10 @@ inline const std::string earlier_ops_stay_recorded =
 // PyTorch; rows summing several products reach |x| ~ 5 to 10.
 inline const std::string tanh_derivative_cancels =
     "tanh' = 1 - y^2 cancels for large pre-activations: relative error eps32 / (1 - y^2)";
+
+// The random draws of a row's trial: seeded by the row's name, so that adding or moving a
+// row changes no other row's inputs.
+Rng row_rng(const GradCase& c, std::uint64_t trial);
 
 // ---- shape generators --------------------------------------------------------------
 

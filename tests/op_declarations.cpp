@@ -52,10 +52,12 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// Preprocessor lines removed, function-like macros defined in the text expanded where
-// they are invoked.
+// Preprocessor lines removed, macros defined in the text (function-like, and object-like
+// ones that declare a list of functions) expanded where they are invoked.
 std::string expand_macros(const std::string& text) {
   static const std::regex define(R"(^\s*#\s*define\s+(\w+)\(([^)]*)\)\s*(.*)$)");
+  static const std::regex define_object(R"(^\s*#\s*define\s+(\w+)(?:\s+(.*))?$)");
+  std::map<std::string, std::string> objects;
   std::map<std::string, Macro> macros;
   std::string code, logical;
   std::istringstream lines(text);
@@ -67,11 +69,13 @@ std::string expand_macros(const std::string& text) {
     logical += line;
     std::smatch m;
     if (std::regex_match(logical, m, define)) macros[m[1]] = {split_list(m[2]), m[3]};
+    else if (std::regex_match(logical, m, define_object)) objects[m[1]] = m[2];
     const auto first = logical.find_first_not_of(" \t");
     if (first == std::string::npos || logical[first] != '#') code += logical;
     code += '\n';
     logical.clear();
   }
+  for (const auto& [name, body] : objects) code = std::regex_replace(code, std::regex("\\b" + name + "\\b"), body);
   for (int pass = 0; pass < 4; ++pass) {  // macros invoking macros
     for (const auto& [name, macro] : macros) {
       const std::regex call("\\b" + name + R"(\s*\(([^()]*)\))");

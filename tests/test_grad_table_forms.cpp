@@ -24,7 +24,7 @@ class GradTableForms : public ::testing::TestWithParam<std::size_t> {
  protected:
   const GradCase& row() const { return grad_table()[GetParam()]; }
   // Seeds from the row's name: adding a row does not change the others' draws.
-  Rng rng_for(std::uint64_t trial) const { return Rng(std::hash<std::string>{}(row().name) + 7919 * trial); }
+  Rng rng_for(std::uint64_t trial) const { return row_rng(row(), trial); }
 };
 
 // ---- Tensor and Var forms ------------------------------------------------------------
@@ -250,7 +250,9 @@ TEST(GradTableMeta, ExemptionsGiveReasons) {
     // A declared tolerance is looser than the default and says why.
     EXPECT_EQ(c.float32_reason.empty(), c.float32_tolerance == 0) << c.name;
     EXPECT_TRUE(c.float32_reason.empty() || c.float32_tolerance > default_float32_tolerance) << c.name;
-    for (const std::string* reason : {&c.float32_reason, &c.nan_exemption, &c.records_before_throwing})
+    EXPECT_EQ(c.finite_difference_reason.empty(), c.finite_difference_atol == 0) << c.name;
+    for (const std::string* reason :
+         {&c.float32_reason, &c.nan_exemption, &c.records_before_throwing, &c.finite_difference_reason})
       EXPECT_TRUE(reason->empty() || reason->size() >= 20) << c.name << ": a reason, not '" << *reason << "'";
   }
 }
