@@ -4,6 +4,7 @@
 #include <set>
 #include <string_view>
 
+#include <recur/autodiff/shared_lock.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/npz.hpp>
 
@@ -40,6 +41,14 @@ std::vector<Slot> slots_of(const TrainingState& state, std::string_view op) {
   return slots;
 }
 
+// The variables among `slots`, to be locked together.
+std::vector<Shared> variables_of(const std::vector<Slot>& slots) {
+  std::vector<Shared> out;
+  for (const Slot& s : slots)
+    if (s.shared.defined()) out.push_back(s.shared);
+  return out;
+}
+
 Tensor int64_scalar(std::int64_t v) { return from_vector<std::int64_t>({v}, {}); }
 
 std::string quoted(const fs::path& path) {
@@ -68,8 +77,14 @@ std::string listed(const std::vector<std::string>& names) {
 
 void save_checkpoint(const fs::path& path, const TrainingState& state) {
   NamedTensors arrays{{"meta/format", int64_scalar(kCheckpointFormat)}, {"meta/step", int64_scalar(state.step)}};
-  for (const Slot& s : slots_of(state, "save_checkpoint"))
-    arrays.emplace_back(s.member, s.generator ? s.generator->state() : s.shared.value());
+  const std::vector<Slot> slots = slots_of(state, "save_checkpoint");
+  {
+    // All values read under one lock: an optimizer step on another thread (which holds
+    // the same locks) lands wholly before or after. The file is written after, from the
+    // values read, which later steps copy before writing.
+    const SharedLock lock(variables_of(slots));
+    for (const Slot& s : slots) arrays.emplace_back(s.member, s.generator ? s.generator->state() : lock.value(s.shared));
+  }
   save_npz(path, arrays);
 }
 
@@ -123,10 +138,13 @@ void load_checkpoint(const fs::path& path, TrainingState& state) {
     }
   }
 
+  // All variables assigned under one lock, as save reads them: a step on another thread
+  // sees the checkpoint's state whole or not at all.
+  const SharedLock lock(variables_of(slots));
   std::size_t g = 0;
   for (Slot& s : slots) {
     if (s.generator) *s.generator = restored[g++];
-    else s.shared.assign(*in_file.at(s.member));
+    else lock.assign(s.shared, *in_file.at(s.member));
   }
   state.step = step.item<std::int64_t>();
 }

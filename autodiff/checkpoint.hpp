@@ -42,6 +42,8 @@ struct TrainingState {
 // Writes `state` to `path` atomically (the previous file stays intact if anything fails).
 // An undefined Shared, a null generator or a repeated name: ValueError; file-system
 // failures: IOError.
+// The variables are read together under their locks (SharedLock): saving while an
+// optimizer steps on another thread is safe and saves the state before or after the step.
 void save_checkpoint(const std::filesystem::path& path, const TrainingState& state);
 
 // Reads `path` into `state`, all or nothing: everything is checked before anything changes.
@@ -49,7 +51,8 @@ void save_checkpoint(const std::filesystem::path& path, const TrainingState& sta
 //   another format version, missing or extra members, an invalid `state` -> ValueError
 //   a member whose dtype or shape differs from its variable's -> DTypeError / ShapeError
 //   naming the member and both dtypes / shapes
-// Then every Shared is assigned (its version bumps), every generator set and step restored.
+// Then every Shared is assigned (its version bumps; all under one SharedLock), every
+// generator set and step restored.
 void load_checkpoint(const std::filesystem::path& path, TrainingState& state);
 
 }  // namespace recur

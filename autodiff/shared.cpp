@@ -53,17 +53,26 @@ std::uint64_t Shared::version() const {
   return s.version;
 }
 
-void Shared::assign(const Tensor& value) {
+void Shared::check_assignable(std::string_view op, const Tensor& value) const {
   auto& s = state();
-  if (!value.defined()) fail<ValueError>("Shared::assign", "the new value of '", s.name, "' is undefined");
+  if (!value.defined()) fail<ValueError>(op, "the new value of '", s.name, "' is undefined");
   if (value.shape() != s.shape)
-    fail<ShapeError>("Shared::assign", "'", s.name, "' has shape ", to_string(s.shape),
-                     ", the new value has shape ", to_string(value.shape()));
-  if (value.dtype() != s.dtype)
-    fail<DTypeError>("Shared::assign", "'", s.name, "' is ", s.dtype, ", the new value is ", value.dtype());
-  std::lock_guard lock(s.mutex);
-  s.value = value;
-  ++s.version;
+    fail<ShapeError>(op, "'", s.name, "' has shape ", to_string(s.shape), ", the new value has shape ",
+                     to_string(value.shape()));
+  if (value.dtype() != s.dtype) fail<DTypeError>(op, "'", s.name, "' is ", s.dtype, ", the new value is ", value.dtype());
+}
+
+void Shared::assign(const Tensor& value) {
+  check_assignable("Shared::assign", value);
+  auto lock = lock_for_update();
+  assign_locked(value);
+}
+
+Tensor Shared::value_locked() const { return state_->value; }
+
+void Shared::assign_locked(const Tensor& value) {
+  state_->value = value;
+  ++state_->version;
 }
 
 Tensor Shared::mutable_value() {

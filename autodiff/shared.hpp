@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <recur/core/tensor.hpp>
@@ -69,8 +70,14 @@ class Shared {
   const void* identity() const { return state_.get(); }
 
  private:
+  friend class SharedLock;  // holds the locks of several variables (shared_lock.hpp)
   detail::SharedState& state() const;
   std::unique_lock<std::mutex> lock_for_update() const;
+  // ShapeError / DTypeError naming `op` unless `value` may replace the current value.
+  void check_assignable(std::string_view op, const Tensor& value) const;
+  // With the lock held: the value; a new value (checked), version bumped.
+  Tensor value_locked() const;
+  void assign_locked(const Tensor& value);
   Tensor unique_value_locked();  // with the lock held: a unique buffer, version bumped
   Tensor unique_grad_locked();   // with the lock held: the gradient in a unique buffer, or undefined
   std::shared_ptr<detail::SharedState> state_;

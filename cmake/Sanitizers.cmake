@@ -4,3 +4,14 @@ if(RECUR_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
   add_link_options(-fsanitize=address,undefined)
 endif()
+# RECUR_SANITIZE_THREAD=ON instruments everything with ThreadSanitizer and builds only the
+# thread tests (tests/test_threads*.cpp, one executable): CI runs them this way to find
+# data races between threads that share variables. Line tables only (-g1) for the reports,
+# to keep the build short.
+if(RECUR_SANITIZE_THREAD)
+  if(RECUR_SANITIZE)
+    message(FATAL_ERROR "RECUR_SANITIZE and RECUR_SANITIZE_THREAD cannot be combined (one sanitizer runtime per build)")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g1)
+  add_link_options(-fsanitize=thread)
+endif()

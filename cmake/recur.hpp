@@ -26,6 +26,7 @@
 #include <recur/autodiff/optim/rmsprop.hpp>
 #include <recur/autodiff/optim/sgd.hpp>
 #include <recur/autodiff/shared.hpp>
+#include <recur/autodiff/shared_lock.hpp>
 #include <recur/autodiff/tape.hpp>
 #include <recur/autodiff/var.hpp>
 

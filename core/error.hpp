@@ -21,6 +21,7 @@ struct TapeError : Error { using Error::Error; };      // dead tape, two tapes m
 struct GradientError : Error { using Error::Error; };  // a gradient that cannot be taken
 struct VersionError : Error { using Error::Error; };   // a shared value changed under a tape
 struct IOError : Error { using Error::Error; };        // files: missing, truncated, wrong type
+struct MemoryError : Error { using Error::Error; };    // the system could not provide a buffer
 
 namespace detail {
 template <class... Parts>

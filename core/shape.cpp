@@ -49,7 +49,15 @@ Axes normalize_axes(std::string_view op, const Axes& axes, const Shape& shape) {
   }
   for (auto a : axes) out.push_back(normalize_axis(op, a, shape, "axes"));
   std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  // NumPy and PyTorch reject a repeated axis (also written once negative: 1 and -1 of a
+  // matrix): reducing an axis twice has no meaning.
+  const auto repeated = std::adjacent_find(out.begin(), out.end());
+  if (repeated != out.end()) {
+    std::string listed;
+    for (auto a : axes) listed += (listed.empty() ? "" : ", ") + std::to_string(a);
+    fail<AxisError>(op, "argument 'axes' = [", listed, "] names axis ", *repeated, " twice (shape ",
+                    to_string(shape), ")");
+  }
   return out;
 }
 

@@ -31,7 +31,8 @@ Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b,
 // (extra_rank = 1 for an axis to be inserted); AxisError naming op, arg and the shape.
 std::int64_t normalize_axis(std::string_view op, std::int64_t axis, const Shape& shape,
                             std::string_view arg = "axis", std::int64_t extra_rank = 0);
-// Normalizes, sorts and de-duplicates; an empty list means "all axes".
+// Normalizes and sorts; an empty list means "all axes". An axis named twice (3 and -1 of
+// a rank-4 shape too) is an AxisError naming op, the axes and the shape.
 Axes normalize_axes(std::string_view op, const Axes& axes, const Shape& shape);
 
 // Row-major strides in elements; stride 0 where a size-1 axis is broadcast to `target`.

@@ -1,5 +1,7 @@
 #include <recur/core/tensor.hpp>
 
+#include <new>
+
 namespace recur {
 
 Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype)
@@ -15,7 +17,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
     if (__builtin_mul_overflow(t.numel_, d, &t.numel_) || __builtin_mul_overflow(bytes, d, &bytes))
       fail<ShapeError>("empty", "shape ", to_string(shape), " of ", dtype, " has more bytes than memory can address");
   }
-  t.storage_ = Storage::allocate(static_cast<std::size_t>(bytes));
+  try {
+    t.storage_ = Storage::allocate(static_cast<std::size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    fail<MemoryError>("empty", "cannot allocate ", bytes, " bytes (", static_cast<double>(bytes) / (1 << 30),
+                      " GiB) for a tensor of shape ", to_string(shape), " of ", dtype);
+  }
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;

@@ -20,7 +20,8 @@ class Tensor {
   Tensor() = default;
   Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype);
 
-  // Uninitialised elements from the buffer pool.
+  // Uninitialised elements from the buffer pool. MemoryError naming the shape and the bytes
+  // when the system cannot provide them (std::bad_alloc never escapes).
   static Tensor empty(const Shape& shape, DType dtype = DType::float32);
 
   bool defined() const { return static_cast<bool>(storage_); }

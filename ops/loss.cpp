@@ -1,6 +1,7 @@
 #include <recur/ops/loss.hpp>
 
 #include <array>
+#include <cmath>
 
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
@@ -90,10 +91,41 @@ V mse_of(const V& prediction, const V& target, Reduction r) {
   return mul(d, d);
 }
 
+// softplus(x) - x t per element as one op, so that logits of any size, infinite ones too,
+// give the limit rather than inf - inf: max(x, 0) - x t is x (1 - t) for x > 0 and -x t
+// otherwise, and a term whose weight is 0 is 0. At x = +inf a target of 1 costs 0 and any
+// smaller target inf; at x = -inf a target of 0 costs 0. The gradients are the limits
+// too: sigmoid(x) - t for the logits (finite), -x for the targets.
+struct BceWithLogits {
+  static constexpr std::string_view name = "binary_cross_entropy_with_logits";
+
+  // w x, and 0 when w is 0 even for an infinite x.
+  template <class T>
+  static T weighted(T x, T w) {
+    return w == T(0) ? T(0) : x * w;
+  }
+  template <class T>
+  static T loss(T x, T t) {
+    return (x > 0 ? weighted(x, T(1) - t) : weighted(-x, t)) + std::log1p(std::exp(-std::abs(x)));
+  }
+
+  Tensor forward(const Tensor& x, const Tensor& t) const {
+    return dispatch_floating(name, x.dtype(), [&]<class T>() { return binary_map<T>(name, x, t, loss<T>); });
+  }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const V& x = a.inputs[0];
+    Grads<V> g(2);
+    if (a.needs_grad(0)) g[0] = mul(a.grad, sub(sigmoid(x), a.inputs[1]));
+    if (a.needs_grad(1)) g[1] = neg(mul(a.grad, x));
+    return g;
+  }
+};
+
 template <class V>
 V bce_with_logits_of(const V& logits, const V& targets, Reduction r) {
-  check_pair("binary_cross_entropy_with_logits", logits, targets, "logits", "targets");
-  return reduce_loss(sub(softplus(logits), mul(logits, targets)), r);
+  check_pair(BceWithLogits::name, logits, targets, "logits", "targets");
+  return reduce_loss(apply_op(BceWithLogits{}, logits, targets), r);
 }
 
 // How labels address logits: logits are `outer` blocks of [classes, inner], label j (with

@@ -21,7 +21,9 @@ Var cross_entropy(const Var& logits, const Var& labels, Reduction reduction = Re
 Var cross_entropy(const Var& logits, const Tensor& labels, Reduction reduction = Reduction::mean);
 
 // max(x, 0) - x * t + log1p(exp(-|x|)) = softplus(x) - x * t: the binary cross-entropy of
-// sigmoid(x) against targets t, without overflow for logits of any size. Shapes must match.
+// sigmoid(x) against targets t, without overflow for logits of any size. Infinite logits
+// give the limits: 0 for a target that agrees (t = 1 at +inf, t = 0 at -inf), inf for any
+// other; the logits' gradient sigmoid(x) - t stays finite. Shapes must match.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                         Reduction reduction = Reduction::mean);
 Var binary_cross_entropy_with_logits(const Var& logits, const Var& targets, Reduction reduction = Reduction::mean);

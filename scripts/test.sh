@@ -2,7 +2,8 @@
 # The README's second command (and CI's): install what is missing, then
 #  1. build in Release and run the whole suite with ctest,
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
-#  3. install recur and build a tiny consumer project with find_package(recur).
+#  3. build the thread tests under ThreadSanitizer and run them,
+#  4. install recur and build a tiny consumer project with find_package(recur).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,6 +20,15 @@ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_
 cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j"$jobs"
+
+echo "== ThreadSanitizer build of the thread tests"
+# Only the library and tests/test_threads*.cpp; OpenBLAS's own threads are not
+# instrumented, so it runs on the calling thread.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_SANITIZE_THREAD=ON \
+      -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_EXAMPLES=OFF
+cmake --build build-tsan -j"$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs"
 
 echo "== install and find_package(recur) from another project"
 rm -rf build/install build-consumer

@@ -8,11 +8,11 @@ Adagrad::Adagrad(NamedShared parameters, AdagradOptions options)
     : Optimizer("Adagrad", std::move(parameters), options.lr,
                 {{"sum", true, options.initial_accumulator_value}}),
       options_(options) {
-  check_argument("Adagrad", "lr_decay", options.lr_decay >= 0, ">= 0", options.lr_decay);
-  check_argument("Adagrad", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
-  check_argument("Adagrad", "initial_accumulator_value", options.initial_accumulator_value >= 0, ">= 0",
+  check_hyperparameter("Adagrad", "lr_decay", options.lr_decay >= 0, ">= 0", options.lr_decay);
+  check_hyperparameter("Adagrad", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
+  check_hyperparameter("Adagrad", "initial_accumulator_value", options.initial_accumulator_value >= 0, ">= 0",
                  options.initial_accumulator_value);
-  check_argument("Adagrad", "eps", options.eps >= 0, ">= 0", options.eps);
+  check_hyperparameter("Adagrad", "eps", options.eps >= 0, ">= 0", options.eps);
 }
 
 void Adagrad::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {

@@ -12,10 +12,10 @@ Adam::Adam(std::string name, NamedShared parameters, const AdamOptions& options,
       options_(options),
       decoupled_(decoupled) {
   const auto [beta1, beta2] = options.betas;
-  check_argument(name, "eps", options.eps >= 0, ">= 0", options.eps);
-  check_argument(name, "betas[0]", beta1 >= 0 && beta1 < 1, "in [0, 1)", beta1);
-  check_argument(name, "betas[1]", beta2 >= 0 && beta2 < 1, "in [0, 1)", beta2);
-  check_argument(name, "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
+  check_hyperparameter(name, "eps", options.eps >= 0, ">= 0", options.eps);
+  check_hyperparameter(name, "betas[0]", beta1 >= 0 && beta1 < 1, "in [0, 1)", beta1);
+  check_hyperparameter(name, "betas[1]", beta2 >= 0 && beta2 < 1, "in [0, 1)", beta2);
+  check_hyperparameter(name, "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
 }
 
 void Adam::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {

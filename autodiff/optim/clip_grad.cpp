@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <recur/autodiff/optim/check_argument.hpp>
 #include <recur/autodiff/optim/for_each_element.hpp>
@@ -32,13 +33,16 @@ double reduce(const T* x, std::int64_t n, Term term, Combine combine) {
 }
 
 // The p-norm of all gradients together; the largest magnitude when p is infinite. NaN
-// propagates (as torch.max does).
-double gradient_norm(const std::vector<Shared>& parameters, double p) {
+// propagates (as torch.max does). `first_nonfinite` gets the index of the first parameter
+// whose gradient makes the norm infinite or NaN (parameters.size() when none does).
+double gradient_norm(const std::vector<Shared>& parameters, double p, std::size_t& first_nonfinite) {
   const auto add = [](double a, double b) { return a + b; };
   // NaN sticks: once a is NaN, b > a is false and a stays; a NaN b compares unequal to itself.
   const auto larger = [](double a, double b) { return ((b > a) | (b != b)) ? b : a; };
   double acc = 0;
-  for (const Shared& s : parameters) {
+  first_nonfinite = parameters.size();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Shared& s = parameters[i];
     if (!s.has_grad()) continue;
     const Tensor g = s.grad();
     acc = dispatch_floating("clip_grad_norm", g.dtype(), [&]<class T>() {
@@ -48,6 +52,7 @@ double gradient_norm(const std::vector<Shared>& parameters, double p) {
       if (p == 2) return acc + reduce(x, g.numel(), [](T v) { return static_cast<double>(v) * v; }, add);
       return acc + reduce(x, g.numel(), [&](T v) { return std::pow(magnitude(v), p); }, add);
     });
+    if (first_nonfinite == parameters.size() && !std::isfinite(acc)) first_nonfinite = i;
   }
   if (std::isinf(p)) return acc;
   return p == 2 ? std::sqrt(acc) : std::pow(acc, 1 / p);
@@ -60,21 +65,43 @@ void update_gradients(const std::vector<Shared>& parameters, F f) {
     s.update_grad([&](Tensor& g) { detail::for_each_element("clip_grad", f, g); });
 }
 
-}  // namespace
-
-double clip_grad_norm(const std::vector<Shared>& parameters, double max_norm, double norm_type) {
+// clip_grad_norm on `parameters`, called `names` in messages.
+double clip_norm(const std::vector<Shared>& parameters, const std::vector<std::string>& names, double max_norm,
+                 double norm_type, bool error_if_nonfinite) {
   check_argument("clip_grad_norm", "max_norm", max_norm >= 0, ">= 0", max_norm);
   check_argument("clip_grad_norm", "norm_type", norm_type > 0, "> 0 (or infinity)", norm_type);
-  const double norm = gradient_norm(parameters, norm_type);
+  std::size_t culprit = 0;
+  const double norm = gradient_norm(parameters, norm_type, culprit);
+  // A non-finite norm has no meaningful scale: PyTorch's max_norm / inf = 0 would zero the
+  // finite entries and make the infinite ones NaN. The gradients stay as they are.
+  if (!std::isfinite(norm)) {
+    if (error_if_nonfinite)
+      fail<ValueError>("clip_grad_norm", "the total norm of order ", norm_type, " of the gradients is ", norm,
+                       ", first from parameter '", names[culprit], "' of shape ",
+                       to_string(parameters[culprit].shape()),
+                       " (error_if_nonfinite); the gradients are left unchanged");
+    return norm;
+  }
   const double coef = max_norm / (norm + 1e-6);
-  // PyTorch multiplies by min(coef, 1) always; by 1 changes nothing, NaN spreads.
-  if (!(coef >= 1))
+  // PyTorch multiplies by min(coef, 1) always; by 1 changes nothing.
+  if (coef < 1)
     update_gradients(parameters, [coef](auto& x) { x *= static_cast<std::remove_cvref_t<decltype(x)>>(coef); });
   return norm;
 }
 
-double clip_grad_norm(const NamedShared& parameters, double max_norm, double norm_type) {
-  return clip_grad_norm(handles(parameters), max_norm, norm_type);
+}  // namespace
+
+double clip_grad_norm(const std::vector<Shared>& parameters, double max_norm, double norm_type,
+                      bool error_if_nonfinite) {
+  std::vector<std::string> names;
+  for (const Shared& s : parameters) names.push_back(s.defined() ? s.name() : "");
+  return clip_norm(parameters, names, max_norm, norm_type, error_if_nonfinite);
+}
+
+double clip_grad_norm(const NamedShared& parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
+  std::vector<std::string> names;
+  for (const auto& [name, s] : parameters) names.push_back(name);
+  return clip_norm(handles(parameters), names, max_norm, norm_type, error_if_nonfinite);
 }
 
 void clip_grad_value(const std::vector<Shared>& parameters, double clip) {

@@ -14,8 +14,16 @@ namespace recur::optim {
 // largest magnitude); when it exceeds max_norm, every gradient is multiplied by
 // max_norm / (norm + 1e-6). Returns the norm before clipping (0 without gradients).
 // ValueError unless max_norm >= 0 and norm_type > 0.
-double clip_grad_norm(const std::vector<Shared>& parameters, double max_norm, double norm_type = 2.0);
-double clip_grad_norm(const NamedShared& parameters, double max_norm, double norm_type = 2.0);
+// A gradient with an infinite or NaN element makes the norm inf or NaN. Then, with
+// error_if_nonfinite, a ValueError names the norm and the first parameter whose gradient
+// made it so; without it (the default, as in PyTorch) the non-finite norm is returned for
+// the caller to act on (e.g. skip the step). Either way the gradients stay unchanged: unlike
+// PyTorch, which scales them by max_norm / inf = 0 and so turns an infinite element into
+// NaN, recur never makes a NaN the caller did not have.
+double clip_grad_norm(const std::vector<Shared>& parameters, double max_norm, double norm_type = 2.0,
+                      bool error_if_nonfinite = false);
+double clip_grad_norm(const NamedShared& parameters, double max_norm, double norm_type = 2.0,
+                      bool error_if_nonfinite = false);
 inline constexpr double kInfNorm = std::numeric_limits<double>::infinity();
 
 // Clamps every gradient element to [-clip, clip]. ValueError unless clip >= 0.

@@ -24,8 +24,8 @@ NamedShared LRScheduler::named_state() const { return {{"base_lr", base_lr_}, {"
 
 StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
-  check_argument("StepLR", "step_size", step_size >= 1, ">= 1", static_cast<double>(step_size));
-  check_argument("StepLR", "gamma", gamma >= 0, ">= 0", gamma);
+  check_hyperparameter("StepLR", "step_size", step_size >= 1, ">= 1", static_cast<double>(step_size));
+  check_hyperparameter("StepLR", "gamma", gamma >= 0, ">= 0", gamma);
 }
 
 double StepLR::lr_at(std::int64_t epoch) const {
@@ -33,7 +33,7 @@ double StepLR::lr_at(std::int64_t epoch) const {
 }
 
 ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
-  check_argument("ExponentialLR", "gamma", gamma >= 0, ">= 0", gamma);
+  check_hyperparameter("ExponentialLR", "gamma", gamma >= 0, ">= 0", gamma);
 }
 
 double ExponentialLR::lr_at(std::int64_t epoch) const {
@@ -42,8 +42,8 @@ double ExponentialLR::lr_at(std::int64_t epoch) const {
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t t_max, double eta_min)
     : LRScheduler(optimizer), t_max_(t_max), eta_min_(eta_min) {
-  check_argument("CosineAnnealingLR", "t_max", t_max >= 1, ">= 1", static_cast<double>(t_max));
-  check_argument("CosineAnnealingLR", "eta_min", eta_min >= 0, ">= 0", eta_min);
+  check_hyperparameter("CosineAnnealingLR", "t_max", t_max >= 1, ">= 1", static_cast<double>(t_max));
+  check_hyperparameter("CosineAnnealingLR", "eta_min", eta_min >= 0, ">= 0", eta_min);
 }
 
 double CosineAnnealingLR::lr_at(std::int64_t epoch) const {

@@ -34,7 +34,7 @@ class LRScheduler {
   Shared base_lr_, last_epoch_;
 };
 
-// base_lr * gamma^floor(epoch / step_size). ValueError unless step_size >= 1 and gamma >= 0.
+// base_lr * gamma^floor(epoch / step_size). ValueError unless step_size >= 1 and gamma >= 0 (finite).
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1);
@@ -45,7 +45,7 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
-// base_lr * gamma^epoch. ValueError unless gamma >= 0.
+// base_lr * gamma^epoch. ValueError unless gamma >= 0 (finite).
 class ExponentialLR : public LRScheduler {
  public:
   ExponentialLR(Optimizer& optimizer, double gamma);
@@ -56,7 +56,7 @@ class ExponentialLR : public LRScheduler {
 };
 
 // eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / t_max)) / 2, which keeps going
-// (back up after t_max) as PyTorch's does. ValueError unless t_max >= 1 and eta_min >= 0.
+// (back up after t_max) as PyTorch's does. ValueError unless t_max >= 1 and eta_min >= 0 (finite).
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, std::int64_t t_max, double eta_min = 0);

@@ -7,10 +7,7 @@ namespace recur::optim {
 
 namespace {
 
-std::int64_t read_count(const Shared& s) { return s.value().item<std::int64_t>(); }
-void increment(Shared& s) {
-  s.update([](Tensor& t) { ++*t.data<std::int64_t>(); });
-}
+std::int64_t read_count(const Tensor& count) { return count.item<std::int64_t>(); }
 
 // Empty lists, nulls, int64 parameters and repeats, before any state is made.
 void check_parameters(const std::string& op, const NamedShared& parameters) {
@@ -32,7 +29,7 @@ void check_parameters(const std::string& op, const NamedShared& parameters) {
 
 Optimizer::Optimizer(std::string name, NamedShared parameters, double lr, const std::vector<Buffer>& buffers)
     : name_(std::move(name)), parameters_(std::move(parameters)) {
-  check_argument(name_, "lr", lr >= 0, ">= 0", lr);
+  check_hyperparameter(name_, "lr", lr >= 0, ">= 0", lr);
   check_parameters(name_, parameters_);
   step_ = Shared(scalar(0, DType::int64), "step");
   lr_ = Shared(scalar(lr, DType::float64), "lr");
@@ -45,18 +42,37 @@ Optimizer::Optimizer(std::string name, NamedShared parameters, double lr, const 
                                     : Shared());
     slots_.push_back(std::move(slot));
   }
+  variables_ = {step_, lr_};
+  for (const Slot& slot : slots_) {
+    variables_.push_back(slot.param);
+    variables_.push_back(slot.step);
+    for (const Shared& b : slot.buffers)
+      if (b.defined()) variables_.push_back(b);
+  }
 }
 
 void Optimizer::step() {
-  const double rate = lr();
-  for (Slot& slot : slots_) {
-    if (!slot.param.has_grad()) continue;
-    const Tensor grad = slot.param.grad();
-    increment(slot.step);
-    update(slot, grad, read_count(slot.step), rate);
+  // The gradients first: reading them takes the parameters' locks, which the step holds.
+  std::vector<Tensor> grads;
+  grads.reserve(slots_.size());
+  for (const Slot& slot : slots_) grads.push_back(slot.param.has_grad() ? slot.param.grad() : Tensor());
+
+  const SharedLock lock(variables_);
+  stepping_ = &lock;
+  struct Done {
+    const SharedLock*& stepping;
+    ~Done() { stepping = nullptr; }
+  } done{stepping_};
+  const double rate = lock.value(lr_).item<double>();
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    increment(slots_[i].step);
+    update(slots_[i], grads[i], read_count(lock.value(slots_[i].step)), rate);
   }
   increment(step_);
 }
+
+void Optimizer::increment(const Shared& counter) const { ++*writable(counter).data<std::int64_t>(); }
 
 void Optimizer::zero_grad() {
   for (auto& [name, p] : parameters_) p.zero_grad();
@@ -65,11 +81,11 @@ void Optimizer::zero_grad() {
 double Optimizer::lr() const { return lr_.value().item<double>(); }
 
 void Optimizer::set_lr(double lr) {
-  check_argument(name_ + "::set_lr", "lr", lr >= 0, ">= 0", lr);
+  check_hyperparameter(name_ + "::set_lr", "lr", lr >= 0, ">= 0", lr);
   lr_.assign(scalar(lr, DType::float64));
 }
 
-std::int64_t Optimizer::steps() const { return read_count(step_); }
+std::int64_t Optimizer::steps() const { return read_count(step_.value()); }
 
 NamedShared Optimizer::named_state() const {
   NamedShared out{{"step", step_}, {"lr", lr_}};

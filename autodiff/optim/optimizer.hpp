@@ -12,6 +12,11 @@
 // momentum). step() skips a parameter without a gradient (has_grad() false) and leaves its
 // state alone, as PyTorch skips a parameter whose .grad is None; the per-parameter step
 // count keeps Adam's bias corrections and SGD's first momentum step exactly as PyTorch's.
+// Every hyperparameter (of a rule or a schedule) must be a finite number: infinity and NaN
+// are a ValueError naming it, like a negative value.
+// Threads: a step holds the locks of all the optimizer's variables (its parameters and
+// state) together (SharedLock), so reading the state on another thread while it runs
+// (named_state() values, save_checkpoint) is safe and sees it before the step or after.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +26,7 @@
 #include <recur/autodiff/module.hpp>
 #include <recur/autodiff/optim/check_argument.hpp>
 #include <recur/autodiff/optim/for_each_element.hpp>
+#include <recur/autodiff/shared_lock.hpp>
 
 namespace recur::optim {
 
@@ -35,7 +41,7 @@ class Optimizer {
   // Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
   double lr() const;
-  void set_lr(double lr);  // ValueError unless lr >= 0
+  void set_lr(double lr);  // ValueError unless lr is finite and >= 0
   std::int64_t steps() const;
   // Every state variable (see the top of this file), in a fixed order: "step", "lr", then
   // per parameter "<param>.step" and its buffers. Assigning saved values restores the state.
@@ -56,22 +62,21 @@ class Optimizer {
   };
 
   // Throws (naming `name`) for an empty list, a null, non-floating or repeated parameter,
-  // a repeated name, or lr < 0. `buffers` is the same for every parameter.
+  // a repeated name, or lr < 0 or not finite. `buffers` is the same for every parameter.
   Optimizer(std::string name, NamedShared parameters, double lr, const std::vector<Buffer>& buffers);
 
   // One parameter's update with its gradient; t counts this parameter's steps including
   // this one (1 on its first). lr is the learning rate of this step.
   virtual void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) = 0;
 
-  // Runs rule(param, grad, buffer...) on every element: the parameter is written in place
-  // under its lock (Shared::update), each buffer through mutable_value. A buffer the
-  // options leave out is passed as detail::Unused (see unused_unless).
+  // Runs rule(param, grad, buffer...) on every element, writing the parameter and the
+  // buffers in place under the step's lock (buffers a reader holds are copied first). A
+  // buffer the options leave out is passed as detail::Unused (see unused_unless).
   template <class Rule, class... Buffers>
   void update_elements(Slot& slot, const Tensor& grad, Rule&& rule, Buffers&&... buffers) {
+    Tensor param = writable(slot.param);
     std::tuple state{writable(buffers)...};
-    slot.param.update([&](Tensor& param) {
-      std::apply([&](auto&... s) { detail::for_each_element(name_, rule, param, grad, s...); }, state);
-    });
+    std::apply([&](auto&... s) { detail::for_each_element(name_, rule, param, grad, s...); }, state);
   }
   // `buffer` when Used, else detail::Unused.
   template <bool Used>
@@ -83,14 +88,17 @@ class Optimizer {
   }
 
  private:
-  static Tensor writable(Shared& s) { return s.mutable_value(); }
+  Tensor writable(const Shared& s) const { return stepping_->writable(s); }
   static detail::Unused writable(detail::Unused u) { return u; }
+  void increment(const Shared& counter) const;
 
   std::string name_;
   NamedShared parameters_;
   std::vector<std::string> buffer_names_;
   std::vector<Slot> slots_;
   Shared step_, lr_;
+  std::vector<Shared> variables_;        // all of the above, locked together by step()
+  const SharedLock* stepping_ = nullptr;  // the lock of the step running, for update_elements
 };
 
 }  // namespace recur::optim

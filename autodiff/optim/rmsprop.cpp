@@ -8,10 +8,10 @@ RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
     : Optimizer("RMSprop", std::move(parameters), options.lr,
                 {{"square_avg"}, {"momentum_buffer", options.momentum > 0}, {"grad_avg", options.centered}}),
       options_(options) {
-  check_argument("RMSprop", "alpha", options.alpha >= 0, ">= 0", options.alpha);
-  check_argument("RMSprop", "eps", options.eps >= 0, ">= 0", options.eps);
-  check_argument("RMSprop", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
-  check_argument("RMSprop", "momentum", options.momentum >= 0, ">= 0", options.momentum);
+  check_hyperparameter("RMSprop", "alpha", options.alpha >= 0, ">= 0", options.alpha);
+  check_hyperparameter("RMSprop", "eps", options.eps >= 0, ">= 0", options.eps);
+  check_hyperparameter("RMSprop", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
+  check_hyperparameter("RMSprop", "momentum", options.momentum >= 0, ">= 0", options.momentum);
 }
 
 void RMSprop::update(Slot& slot, const Tensor& grad, std::int64_t, double lr) {

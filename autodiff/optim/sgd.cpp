@@ -5,9 +5,9 @@ namespace recur::optim {
 SGD::SGD(NamedShared parameters, SGDOptions options)
     : Optimizer("SGD", std::move(parameters), options.lr, {{"momentum_buffer", options.momentum != 0}}),
       options_(options) {
-  check_argument("SGD", "momentum", options.momentum >= 0, ">= 0", options.momentum);
-  check_argument("SGD", "dampening", options.dampening == options.dampening, "a number", options.dampening);
-  check_argument("SGD", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
+  check_hyperparameter("SGD", "momentum", options.momentum >= 0, ">= 0", options.momentum);
+  check_hyperparameter("SGD", "dampening", true, "", options.dampening);
+  check_hyperparameter("SGD", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
   if (options.nesterov && !(options.momentum > 0 && options.dampening == 0))
     fail<ValueError>("SGD", "argument 'nesterov' requires momentum > 0 and dampening == 0, got momentum ",
                      options.momentum, " and dampening ", options.dampening);

@@ -24,6 +24,9 @@ std::string suffix(std::int64_t layer, std::int64_t direction) {
 RecurrentLayer::RecurrentLayer(std::string_view name, CellKind kind, const RecurrentOptions& options, Generator& gen)
     : name_(name), kind_(kind), options_(options) {
   check_recurrent_sizes(name, options.input_size, options.hidden_size, options.num_layers, options.dtype);
+  if (options.truncate_gradient < -1)
+    fail<ValueError>(name, "option 'truncate_gradient' = ", options.truncate_gradient,
+                     " must be -1 (no truncation) or >= 0 (backpropagate through that many steps)");
   const std::int64_t hidden = options.hidden_size;
   for (std::int64_t layer = 0; layer < options.num_layers; ++layer)
     for (std::int64_t d = 0; d < num_directions(); ++d) {

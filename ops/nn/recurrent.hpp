@@ -36,7 +36,7 @@ struct RecurrentOptions {
   Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
   DType dtype = DType::float32;
   Checkpoint checkpoint{};        // scan's recomputation, per layer and direction (runs the scan path)
-  std::int64_t truncate_gradient = -1;  // scan's truncate_gradient
+  std::int64_t truncate_gradient = -1;  // scan's: -1 or k >= 0 (ValueError otherwise, at construction)
 };
 
 struct RecurrentOutput {

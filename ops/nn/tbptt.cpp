@@ -66,13 +66,37 @@ void TruncatedBptt::feed(const Tensor& inputs, const Tensor& targets, const Afte
   // anything changes.
   Tensor new_inputs = append(inputs_, inputs, axis);
   Tensor new_targets = targets.defined() ? append(targets_, targets, options_.time_axis) : Tensor();
+  const Tensor old_inputs = inputs_, old_targets = targets_;
+  const std::int64_t old_position = position_;
   inputs_ = std::move(new_inputs);
   targets_ = std::move(new_targets);
   position_ += steps;
-  while (position_ - done_ >= options_.k1) {
-    const std::int64_t end = done_ + options_.k1;
-    train_window(end, std::max<std::int64_t>(0, end + options_.k1 - options_.k2), after_backward);
+  try {
+    while (position_ - done_ >= options_.k1) {
+      const std::int64_t end = done_ + options_.k1;
+      train_window(end, std::max<std::int64_t>(0, end + options_.k1 - options_.k2), after_backward);
+    }
+  } catch (...) {
+    // A window that failed changed nothing (train_window moves the stream only once its
+    // backward is done). Drop the piece's steps after the last window trained: with none
+    // trained the stream is as it was before the call; otherwise it ends where that
+    // window ended, and feeding the rest of the piece carries on.
+    if (done_ <= old_position) {
+      inputs_ = old_inputs;
+      targets_ = old_targets;
+      position_ = old_position;
+    } else {
+      inputs_ = buffered(inputs_, carry_, done_);
+      targets_ = buffered(targets_, carry_, done_);
+      position_ = done_;
+    }
+    keep_own_copy(inputs, targets);
+    throw;
   }
+  keep_own_copy(inputs, targets);
+}
+
+void TruncatedBptt::keep_own_copy(const Tensor& inputs, const Tensor& targets) {
   // The steps kept for later windows must not be the caller's buffer, which it may refill.
   if (inputs_.defined() && inputs_.storage() == inputs.storage()) inputs_ = inputs_.clone();
   if (targets_.defined() && targets.defined() && targets_.storage() == targets.storage()) targets_ = targets_.clone();

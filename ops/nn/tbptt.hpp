@@ -61,7 +61,11 @@ class TruncatedBptt {
   // Appends a piece of the stream (targets may be undefined). For every k1 new steps it
   // trains one window: forward, backward of the mean counted loss (gradients accumulate in
   // the Shared parameters the model reads), then after_backward(report), where the
-  // optimizer steps and zeroes the gradients.
+  // optimizer steps and zeroes the gradients. If the model or the backward pass throws,
+  // that window is not trained and feed rethrows, keeping only the windows trained before
+  // it: position() is where the last of them ended (the position before the call if none)
+  // and the piece's later steps are not kept, so feeding them again carries on. (An
+  // exception from after_backward comes once its window is trained, which then counts.)
   void feed(const Tensor& inputs, const Tensor& targets, const AfterBackward& after_backward);
   // Trains on the steps fed since the last window (fewer than k1), if any.
   void flush(const AfterBackward& after_backward);
@@ -76,6 +80,7 @@ class TruncatedBptt {
  private:
   void train_window(std::int64_t end, std::int64_t next_carry, const AfterBackward& after_backward);
   Tensor buffered(const Tensor& buffer, std::int64_t from, std::int64_t to) const;
+  void keep_own_copy(const Tensor& inputs, const Tensor& targets);
 
   TbpttOptions options_;
   ChunkModel model_;
