@@ -15,3 +15,12 @@ if(RECUR_SANITIZE_THREAD)
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g1)
   add_link_options(-fsanitize=thread)
 endif()
+# RECUR_BUILD_FUZZ=ON instruments the library for libFuzzer's coverage (the harnesses in
+# tests/fuzz link the fuzzer's main), with ASan and UBSan so that memory errors crash.
+if(RECUR_BUILD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "RECUR_BUILD_FUZZ needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,6 +1,8 @@
 #include <recur/core/file_io.hpp>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <random>
@@ -28,6 +30,26 @@ fs::path temporary_for(const fs::path& target) {
   fs::path tmp = target;
   tmp += ".tmp-" + std::to_string(::getpid()) + "-" + hex64(r);
   return tmp;
+}
+
+// Removes "<target>.tmp-<pid>-<16 hex>" files next to `target` whose process no longer
+// runs: what a save killed part way (SIGKILL, power loss) left behind. Best effort: a
+// temporary that cannot be removed stays. Another live process's temporaries are kept.
+void remove_stale_temporaries(const fs::path& target, const fs::path& dir) {
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>-<16 hex>"
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.size() - dash - 1 != 16 ||
+        rest.find_first_not_of("0123456789") != dash || rest.find_first_not_of("0123456789abcdef", dash + 1) != std::string::npos)
+      continue;
+    const long pid = std::strtol(rest.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    ::unlink(it->path().c_str());
+  }
 }
 
 // Makes the rename itself durable. Some file systems cannot sync a directory (EINVAL):
@@ -110,6 +132,7 @@ void write_atomically(const fs::path& target, std::string_view op, const std::fu
   }
   if (std::fclose(file) != 0) give_up("closing", errno);
   if (std::rename(tmp.c_str(), target.c_str()) != 0) give_up("renaming", errno);
+  remove_stale_temporaries(target, dir);
   sync_directory(dir, op, target);
 }
 

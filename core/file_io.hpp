@@ -40,6 +40,8 @@ class FileSink {
 // directory, flushes and fsyncs it, renames it over the target and fsyncs the directory.
 // When anything fails (or `fill` throws), the temporary is removed, the target is left as
 // it was and the error propagates (IOError naming the target for file-system failures).
+// A process killed while saving (SIGKILL) cannot remove its temporary: the next successful
+// save of the same target removes every "<target>.tmp-<pid>-<hex>" whose process is gone.
 void write_atomically(const std::filesystem::path& target, std::string_view op,
                       const std::function<void(FileSink&)>& fill);
 

@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds LibTorch, the benchmark peer)
 set -euo pipefail
 packages=(g++ cmake ninja-build xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
-          libboost-dev libgtest-dev libbenchmark-dev)
+          libboost-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev)
 if [[ "${1:-}" == "--bench" ]]; then packages+=(libtorch-dev); fi
 missing=()
 for p in "${packages[@]}"; do

@@ -41,3 +41,18 @@ fi
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install"
 cmake --build build-consumer
 ./build-consumer/recur_consumer
+
+# --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
+echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+      -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF
+cmake --build build-fuzz -j"$jobs" --target fuzz_npy fuzz_npz fuzz_checkpoint
+rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint}
+cp tests/data/*.npy tests/data/optim/*.npy build-fuzz/corpus/npy/
+cp tests/data/npz/*.npz build-fuzz/corpus/npz/
+RECUR_FUZZ_WRITE_SEED=build-fuzz/corpus/checkpoint/seed.npz ./build-fuzz/tests/fuzz/fuzz_checkpoint
+for h in npy npz checkpoint; do
+  ./build-fuzz/tests/fuzz/fuzz_$h -max_total_time=20 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/crash-$h- \
+    build-fuzz/corpus/$h 2>build-fuzz/fuzz_$h.log || { tail -40 build-fuzz/fuzz_$h.log; exit 1; }
+  echo "fuzz_$h: $(grep -o 'Done [0-9]* runs' build-fuzz/fuzz_$h.log)"
+done
