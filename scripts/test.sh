@@ -6,8 +6,12 @@
 #  4. install recur and build a tiny consumer project with find_package(recur).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 jobs="$(nproc)"
+# ccache keeps compiled objects between runs (paths relative to this checkout, so another
+# clone hits too); the four builds below share nothing else.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime
+export CMAKE_CXX_COMPILER_LAUNCHER=ccache
 
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF
