@@ -5,8 +5,17 @@ namespace {
 thread_local bool enabled = true;
 }
 bool grad_enabled() { return enabled; }
-NoGrad::NoGrad() : previous_(enabled) { enabled = false; }
-NoGrad::~NoGrad() { enabled = previous_; }
-EnableGrad::EnableGrad() : previous_(enabled) { enabled = true; }
-EnableGrad::~EnableGrad() { enabled = previous_; }
+
+namespace detail {
+template <bool Enabled>
+GradMode<Enabled>::GradMode() : previous_(enabled) {
+  enabled = Enabled;
+}
+template <bool Enabled>
+GradMode<Enabled>::~GradMode() {
+  enabled = previous_;
+}
+template class GradMode<false>;
+template class GradMode<true>;
+}  // namespace detail
 }  // namespace recur

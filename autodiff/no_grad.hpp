@@ -1,30 +1,29 @@
 #pragma once
 // Scopes that switch recording of gradients off (and back on) for the current thread.
 // Under NoGrad, ops on Vars still compute their values but record no backward link.
+#include <recur/core/non_copyable.hpp>
+
 namespace recur {
 
 bool grad_enabled();
 
-class NoGrad {
+namespace detail {
+// Sets grad_enabled() to `Enabled` for the current thread while it lives, then restores
+// the setting it found (so scopes nest).
+template <bool Enabled>
+class GradMode : NonCopyable {
  public:
-  NoGrad();
-  ~NoGrad();
-  NoGrad(const NoGrad&) = delete;
-  NoGrad& operator=(const NoGrad&) = delete;
+  GradMode();
+  ~GradMode();
 
  private:
   bool previous_;
 };
+extern template class GradMode<false>;
+extern template class GradMode<true>;
+}  // namespace detail
 
-class EnableGrad {
- public:
-  EnableGrad();
-  ~EnableGrad();
-  EnableGrad(const EnableGrad&) = delete;
-  EnableGrad& operator=(const EnableGrad&) = delete;
-
- private:
-  bool previous_;
-};
+class NoGrad : public detail::GradMode<false> {};
+class EnableGrad : public detail::GradMode<true> {};
 
 }  // namespace recur

@@ -7,6 +7,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <recur/autodiff/op_box.hpp>
+#include <recur/core/non_copyable.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur::detail {
@@ -23,12 +24,10 @@ struct Node {
 
 // Nodes in chunks that never move, so an op may record new nodes (create_graph) while its
 // own node is being read.
-class NodeStore {
+class NodeStore : NonCopyable {
  public:
   static constexpr std::uint32_t kChunkBits = 8, kChunk = 1u << kChunkBits;
   NodeStore() = default;
-  NodeStore(const NodeStore&) = delete;
-  NodeStore& operator=(const NodeStore&) = delete;
   ~NodeStore();
   std::uint32_t size() const { return size_; }
   Node& operator[](std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }

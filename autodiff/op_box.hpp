@@ -112,10 +112,10 @@ class OpBox {
     OpBox box;
     if constexpr (fits<O>) {
       new (box.buf_) O(std::forward<Op>(op));
-      box.vt_ = &inline_table<O, Arity>;
+      box.vt_ = &table<O, Arity, InlineStorage<O>>;
     } else {
       *reinterpret_cast<O**>(box.buf_) = new O(std::forward<Op>(op));
-      box.vt_ = &heap_table<O, Arity>;
+      box.vt_ = &table<O, Arity, HeapStorage<O>>;
     }
     return box;
   }
@@ -153,8 +153,6 @@ class OpBox {
   static constexpr bool fits = sizeof(O) <= kInline && alignof(O) <= 16 &&
                                std::is_nothrow_move_constructible_v<O>;
 
-  template <class O> static const O& get_inline(const void* p) { return *static_cast<const O*>(p); }
-  template <class O> static const O& get_heap(const void* p) { return **static_cast<O* const*>(p); }
   template <class O>
   static Grads<Tensor> saved_of(const O& op) {
     if constexpr (requires { op.saved_tensors(); }) return op.saved_tensors();
@@ -165,29 +163,33 @@ class OpBox {
     if constexpr (requires { op.drop_saved(); }) op.drop_saved();
   }
 
-  template <class O, std::size_t Arity>
-  static constexpr OpVTable inline_table{
+  // Where an op lives: in the buffer itself, or on the heap behind a pointer in the buffer.
+  template <class O>
+  struct InlineStorage {
+    static const O& get(const void* p) { return *static_cast<const O*>(p); }
+    static void relocate(void* dst, void* src) {
+      new (dst) O(std::move(*static_cast<O*>(src)));
+      static_cast<O*>(src)->~O();
+    }
+    static void destroy(void* p) { static_cast<O*>(p)->~O(); }
+  };
+  template <class O>
+  struct HeapStorage {
+    static const O& get(const void* p) { return **static_cast<O* const*>(p); }
+    static void relocate(void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); }
+    static void destroy(void* p) { delete *static_cast<O**>(p); }
+  };
+
+  template <class O, std::size_t Arity, class Storage>
+  static constexpr OpVTable table{
       O::name,
-      [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_inline<O>(p), in); },
-      [](const void* p, const BackwardArgs<Tensor>& a) { return get_inline<O>(p).backward(a); },
-      [](const void* p, const BackwardArgs<Var>& a) { return get_inline<O>(p).backward(a); },
-      [](const void* p) { return saved_of(get_inline<O>(p)); },
-      [](const void* p) { drop_saved_of(get_inline<O>(p)); },
-      [](void* dst, void* src) {
-        new (dst) O(std::move(*static_cast<O*>(src)));
-        static_cast<O*>(src)->~O();
-      },
-      [](void* p) { static_cast<O*>(p)->~O(); }};
-  template <class O, std::size_t Arity>
-  static constexpr OpVTable heap_table{
-      O::name,
-      [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(get_heap<O>(p), in); },
-      [](const void* p, const BackwardArgs<Tensor>& a) { return get_heap<O>(p).backward(a); },
-      [](const void* p, const BackwardArgs<Var>& a) { return get_heap<O>(p).backward(a); },
-      [](const void* p) { return saved_of(get_heap<O>(p)); },
-      [](const void* p) { drop_saved_of(get_heap<O>(p)); },
-      [](void* dst, void* src) { *static_cast<O**>(dst) = *static_cast<O**>(src); },
-      [](void* p) { delete *static_cast<O**>(p); }};
+      [](const void* p, const InputList<Tensor>& in) { return replay_forward<O, Arity>(Storage::get(p), in); },
+      [](const void* p, const BackwardArgs<Tensor>& a) { return Storage::get(p).backward(a); },
+      [](const void* p, const BackwardArgs<Var>& a) { return Storage::get(p).backward(a); },
+      [](const void* p) { return saved_of(Storage::get(p)); },
+      [](const void* p) { drop_saved_of(Storage::get(p)); },
+      &Storage::relocate,
+      &Storage::destroy};
 
   alignas(16) unsigned char buf_[kInline];
   const OpVTable* vt_ = nullptr;

@@ -8,16 +8,15 @@
 #include <vector>
 
 #include <recur/autodiff/shared.hpp>
+#include <recur/core/non_copyable.hpp>
 
 namespace recur {
 
-class SharedLock {
+class SharedLock : NonCopyable {
  public:
   // Locks every variable (a repeat is locked once) in one global order, so two SharedLocks
   // over overlapping sets on two threads never deadlock. A null handle: ValueError.
   explicit SharedLock(std::vector<Shared> variables);
-  SharedLock(const SharedLock&) = delete;
-  SharedLock& operator=(const SharedLock&) = delete;
 
   // While the lock lives, the variables are read and written through it: their own
   // methods would wait for this very lock. A variable not locked here: ValueError.

@@ -17,6 +17,7 @@
 #include <recur/autodiff/node_store.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
+#include <recur/core/non_copyable.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur {
@@ -31,12 +32,10 @@ struct GradOptions {
   bool create_graph = false;  // record the backward pass, so the gradients can be differentiated
 };
 
-class Tape {
+class Tape : NonCopyable {
  public:
   Tape();
   ~Tape();
-  Tape(const Tape&) = delete;
-  Tape& operator=(const Tape&) = delete;
 
   // The innermost live tape of the calling thread; TapeError when there is none.
   static Tape& current();

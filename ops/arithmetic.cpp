@@ -79,27 +79,26 @@ struct PowF {
   }
 };
 // Ties send the gradient to the first operand. A NaN operand gives NaN, as NumPy's and
-// PyTorch's maximum and minimum (a comparison alone would pick the other operand).
-struct MaximumF {
-  static constexpr std::string_view name = "maximum";
-  template <class T> static T apply(T x, T y) { return x >= y || std::isnan(x) ? x : y; }
+// PyTorch's maximum and minimum (a comparison alone would pick the other operand). The two
+// differ only in the direction of their comparisons.
+template <bool Max>
+struct ExtremumF {
+  static constexpr std::string_view name = Max ? "maximum" : "minimum";
+  template <class T> static T apply(T x, T y) { return (Max ? x >= y : x <= y) || std::isnan(x) ? x : y; }
+  // Where x beats y (with ties when or_equal): the mask of the operand that gets the gradient.
+  static Tensor beats(const Tensor& x, const Tensor& y, bool or_equal) {
+    if constexpr (Max) return or_equal ? greater_equal(x, y) : greater(x, y);
+    else return or_equal ? less_equal(x, y) : less(x, y);
+  }
   template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
-    return mul(g, lift(g, greater_equal(value_of(a), value_of(b))));
+    return mul(g, lift(g, beats(value_of(a), value_of(b), true)));
   }
   template <class V> static V grad_b(const V& g, const V& a, const V& b, const V&) {
-    return mul(g, lift(g, less(value_of(a), value_of(b))));
+    return mul(g, lift(g, beats(value_of(b), value_of(a), false)));
   }
 };
-struct MinimumF {
-  static constexpr std::string_view name = "minimum";
-  template <class T> static T apply(T x, T y) { return x <= y || std::isnan(x) ? x : y; }
-  template <class V> static V grad_a(const V& g, const V& a, const V& b, const V&) {
-    return mul(g, lift(g, less_equal(value_of(a), value_of(b))));
-  }
-  template <class V> static V grad_b(const V& g, const V& a, const V& b, const V&) {
-    return mul(g, lift(g, greater(value_of(a), value_of(b))));
-  }
-};
+using MaximumF = ExtremumF<true>;
+using MinimumF = ExtremumF<false>;
 
 struct Neg {
   static constexpr std::string_view name = "neg";

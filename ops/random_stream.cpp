@@ -18,30 +18,31 @@ Generator restore(const Tensor& state) {
 
 // What a draw samples, and how many raw generator outputs it consumes for `n` elements
 // (the count the advance node skips; core/random.hpp documents it per distribution).
-struct UniformDraw {
-  static constexpr std::string_view name = "RandomStream::uniform";
-  Shape shape;
-  double lo, hi;
-  DType dtype;
-  Tensor sample(Generator& gen) const { return recur::uniform(shape, lo, hi, gen, dtype); }
-  static std::int64_t draws(std::int64_t n) { return n; }
-};
+std::int64_t one_per_element(std::int64_t n) { return n; }
+std::int64_t two_per_pair(std::int64_t n) { return n + n % 2; }
 
-struct NormalDraw {
-  static constexpr std::string_view name = "RandomStream::normal";
+// A distribution of two real parameters sampled by a core/random.hpp function:
+// uniform(lo, hi), normal(mean, std).
+using TwoParameterSampler = Tensor (*)(const Shape&, double, double, Generator&, DType);
+template <const std::string_view& Name, TwoParameterSampler Sampler, std::int64_t (*Draws)(std::int64_t)>
+struct TwoParameterDraw {
+  static constexpr std::string_view name = Name;
   Shape shape;
-  double mean, std;
+  double first, second;
   DType dtype;
-  Tensor sample(Generator& gen) const { return recur::normal(shape, mean, std, gen, dtype); }
-  static std::int64_t draws(std::int64_t n) { return n + n % 2; }  // two per pair
+  Tensor sample(Generator& gen) const { return Sampler(shape, first, second, gen, dtype); }
+  static std::int64_t draws(std::int64_t n) { return Draws(n); }
 };
+constexpr std::string_view uniform_name = "RandomStream::uniform", normal_name = "RandomStream::normal";
+using UniformDraw = TwoParameterDraw<uniform_name, recur::uniform, one_per_element>;
+using NormalDraw = TwoParameterDraw<normal_name, recur::normal, two_per_pair>;
 
 // n = 1 with a tensor of probabilities.
 struct BernoulliDraw {
   static constexpr std::string_view name = "RandomStream::binomial";
   DType dtype;
   Tensor sample(Generator& gen, const Tensor& p) const { return recur::bernoulli(p, gen).to(dtype); }
-  static std::int64_t draws(std::int64_t n) { return n; }
+  static std::int64_t draws(std::int64_t n) { return one_per_element(n); }
 };
 
 // n trials of one probability per element; element i takes draws i*n ... i*n + n - 1.

@@ -5,9 +5,8 @@
 namespace recur::optim {
 
 Adagrad::Adagrad(NamedShared parameters, AdagradOptions options)
-    : Optimizer("Adagrad", std::move(parameters), options.lr,
-                {{"sum", true, options.initial_accumulator_value}}),
-      options_(options) {
+    : OptimizerWithOptions("Adagrad", std::move(parameters), options,
+                           {{"sum", true, options.initial_accumulator_value}}) {
   check_hyperparameter("Adagrad", "lr_decay", options.lr_decay >= 0, ">= 0", options.lr_decay);
   check_hyperparameter("Adagrad", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
   check_hyperparameter("Adagrad", "initial_accumulator_value", options.initial_accumulator_value >= 0, ">= 0",
@@ -16,7 +15,7 @@ Adagrad::Adagrad(NamedShared parameters, AdagradOptions options)
 }
 
 void Adagrad::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
-  const AdagradOptions o = options_;
+  const AdagradOptions o = options();
   const double clr = lr / (1 + static_cast<double>(t - 1) * o.lr_decay);
   detail::with_flags([&](auto decay) {
     update_elements(slot, grad, [=](auto& p, auto g, auto& sum) {

@@ -17,18 +17,14 @@ struct AdagradOptions {
   double eps = 1e-10;
 };
 
-class Adagrad : public Optimizer {
+class Adagrad : public OptimizerWithOptions<AdagradOptions> {
  public:
   // ValueError naming "Adagrad" and the argument: lr, lr_decay, weight_decay,
   // initial_accumulator_value or eps < 0.
   Adagrad(NamedShared parameters, AdagradOptions options = {});
-  const AdagradOptions& options() const { return options_; }
 
  protected:
   void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
-
- private:
-  AdagradOptions options_;
 };
 
 }  // namespace recur::optim

@@ -8,29 +8,35 @@
 // State for training checkpoints (named_state): "base_lr" (float64 scalar) and
 // "last_epoch" (int64 scalar); assigning saved values resumes the schedule.
 #include <cstdint>
+#include <functional>
 
 #include <recur/autodiff/optim/optimizer.hpp>
+#include <recur/core/non_copyable.hpp>
 
 namespace recur::optim {
 
-class LRScheduler {
+// A schedule is its closed form lr(base_lr, epoch); StepLR and the others only check their
+// hyperparameters and pass the form they give.
+class LRScheduler : NonCopyable {  // two copies would advance one epoch count
  public:
+  // The learning rate at `epoch` (>= 0) from base_lr.
+  using Schedule = std::function<double(double base_lr, std::int64_t epoch)>;
+
   virtual ~LRScheduler() = default;
-  LRScheduler(const LRScheduler&) = delete;  // two schedules would advance one epoch count
-  LRScheduler& operator=(const LRScheduler&) = delete;
 
   void step();
   std::int64_t last_epoch() const;
   double base_lr() const;
   NamedShared named_state() const;
   // The learning rate the schedule gives at `epoch` (>= 0) from base_lr().
-  virtual double lr_at(std::int64_t epoch) const = 0;
+  double lr_at(std::int64_t epoch) const { return schedule_(base_lr(), epoch); }
 
  protected:
-  explicit LRScheduler(Optimizer& optimizer);
+  LRScheduler(Optimizer& optimizer, Schedule schedule);
 
  private:
   Optimizer* optimizer_;
+  Schedule schedule_;
   Shared base_lr_, last_epoch_;
 };
 
@@ -38,21 +44,12 @@ class LRScheduler {
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1);
-  double lr_at(std::int64_t epoch) const override;
-
- private:
-  std::int64_t step_size_;
-  double gamma_;
 };
 
 // base_lr * gamma^epoch. ValueError unless gamma >= 0 (finite).
 class ExponentialLR : public LRScheduler {
  public:
   ExponentialLR(Optimizer& optimizer, double gamma);
-  double lr_at(std::int64_t epoch) const override;
-
- private:
-  double gamma_;
 };
 
 // eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / t_max)) / 2, which keeps going
@@ -60,11 +57,6 @@ class ExponentialLR : public LRScheduler {
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, std::int64_t t_max, double eta_min = 0);
-  double lr_at(std::int64_t epoch) const override;
-
- private:
-  std::int64_t t_max_;
-  double eta_min_;
 };
 
 }  // namespace recur::optim

@@ -27,14 +27,13 @@
 #include <recur/autodiff/optim/check_argument.hpp>
 #include <recur/autodiff/optim/for_each_element.hpp>
 #include <recur/autodiff/shared_lock.hpp>
+#include <recur/core/non_copyable.hpp>
 
 namespace recur::optim {
 
-class Optimizer {
+class Optimizer : NonCopyable {  // two copies would step one state
  public:
   virtual ~Optimizer() = default;
-  Optimizer(const Optimizer&) = delete;  // two optimizers would step one state
-  Optimizer& operator=(const Optimizer&) = delete;
 
   // Updates every parameter that has a gradient, then counts the step.
   void step();
@@ -99,6 +98,21 @@ class Optimizer {
   Shared step_, lr_;
   std::vector<Shared> variables_;        // all of the above, locked together by step()
   const SharedLock* stepping_ = nullptr;  // the lock of the step running, for update_elements
+};
+
+// A rule configured by one options struct (with its lr): keeps the options and gives them back.
+template <class Options>
+class OptimizerWithOptions : public Optimizer {
+ public:
+  const Options& options() const { return options_; }
+
+ protected:
+  OptimizerWithOptions(std::string name, NamedShared parameters, const Options& options,
+                       const std::vector<Buffer>& buffers)
+      : Optimizer(std::move(name), std::move(parameters), options.lr, buffers), options_(options) {}
+
+ private:
+  Options options_;
 };
 
 }  // namespace recur::optim

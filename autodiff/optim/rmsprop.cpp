@@ -5,9 +5,10 @@
 namespace recur::optim {
 
 RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
-    : Optimizer("RMSprop", std::move(parameters), options.lr,
-                {{"square_avg"}, {"momentum_buffer", options.momentum > 0}, {"grad_avg", options.centered}}),
-      options_(options) {
+    : OptimizerWithOptions("RMSprop", std::move(parameters), options,
+                           {{"square_avg"},
+                            {"momentum_buffer", options.momentum > 0},
+                            {"grad_avg", options.centered}}) {
   check_hyperparameter("RMSprop", "alpha", options.alpha >= 0, ">= 0", options.alpha);
   check_hyperparameter("RMSprop", "eps", options.eps >= 0, ">= 0", options.eps);
   check_hyperparameter("RMSprop", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
@@ -15,7 +16,7 @@ RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
 }
 
 void RMSprop::update(Slot& slot, const Tensor& grad, std::int64_t, double lr) {
-  const RMSpropOptions o = options_;
+  const RMSpropOptions o = options();
   detail::with_flags([&](auto decay, auto momentum, auto centered) {
     update_elements(slot, grad, [=](auto& p, auto g, auto& square_avg, auto& momentum_buffer, auto& grad_avg) {
       using T = std::remove_cvref_t<decltype(p)>;

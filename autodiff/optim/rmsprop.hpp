@@ -18,18 +18,14 @@ struct RMSpropOptions {
   bool centered = false;
 };
 
-class RMSprop : public Optimizer {
+class RMSprop : public OptimizerWithOptions<RMSpropOptions> {
  public:
   // ValueError naming "RMSprop" and the argument: lr, alpha, eps, weight_decay or
   // momentum < 0.
   RMSprop(NamedShared parameters, RMSpropOptions options = {});
-  const RMSpropOptions& options() const { return options_; }
 
  protected:
   void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
-
- private:
-  RMSpropOptions options_;
 };
 
 }  // namespace recur::optim

@@ -3,8 +3,8 @@
 namespace recur::optim {
 
 SGD::SGD(NamedShared parameters, SGDOptions options)
-    : Optimizer("SGD", std::move(parameters), options.lr, {{"momentum_buffer", options.momentum != 0}}),
-      options_(options) {
+    : OptimizerWithOptions("SGD", std::move(parameters), options,
+                           {{"momentum_buffer", options.momentum != 0}}) {
   check_hyperparameter("SGD", "momentum", options.momentum >= 0, ">= 0", options.momentum);
   check_hyperparameter("SGD", "dampening", true, "", options.dampening);
   check_hyperparameter("SGD", "weight_decay", options.weight_decay >= 0, ">= 0", options.weight_decay);
@@ -14,7 +14,7 @@ SGD::SGD(NamedShared parameters, SGDOptions options)
 }
 
 void SGD::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
-  const SGDOptions o = options_;
+  const SGDOptions o = options();
   detail::with_flags([&](auto decay, auto momentum, auto nesterov, auto first) {
     update_elements(slot, grad, [=](auto& p, auto g, auto& buffer) {
       using T = std::remove_cvref_t<decltype(p)>;

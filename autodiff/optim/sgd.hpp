@@ -19,18 +19,14 @@ struct SGDOptions {
   bool nesterov = false;
 };
 
-class SGD : public Optimizer {
+class SGD : public OptimizerWithOptions<SGDOptions> {
  public:
   // ValueError naming "SGD" and the argument: lr missing or < 0, momentum < 0,
   // weight_decay < 0, nesterov without momentum > 0 and dampening == 0.
   SGD(NamedShared parameters, SGDOptions options);
-  const SGDOptions& options() const { return options_; }
 
  protected:
   void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
-
- private:
-  SGDOptions options_;
 };
 
 }  // namespace recur::optim

@@ -494,4 +494,18 @@ ScanRun run(const StepFn& step, const ScanProgram& program) {
   });
 }
 
+void add_carried_outputs(ScanProgram& program, const std::vector<Var>& initial) {
+  for (const auto& v : initial) {
+    OutputSpec spec;
+    spec.initial = v;
+    spec.keep = Keep::last;
+    program.outputs.push_back(spec);
+  }
+}
+
+std::pair<std::vector<Var>, std::vector<Var>> split_outputs(const ScanRun& run, std::size_t n) {
+  const auto middle = run.outputs.begin() + static_cast<std::ptrdiff_t>(n);
+  return {std::vector<Var>(run.outputs.begin(), middle), std::vector<Var>(middle, run.outputs.end())};
+}
+
 }  // namespace recur::scan_engine

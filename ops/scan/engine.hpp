@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <recur/ops/scan/types.hpp>
@@ -73,5 +74,11 @@ struct ScanRun {
 };
 
 ScanRun run(const StepFn& step, const ScanProgram& program);
+
+// Appends one output per initial value, fed back and kept only at its last value (JAX's
+// carry, ONNX's states).
+void add_carried_outputs(ScanProgram& program, const std::vector<Var>& initial);
+// The run's first n outputs and the rest (a face's carried outputs and its stacked ones).
+std::pair<std::vector<Var>, std::vector<Var>> split_outputs(const ScanRun& run, std::size_t n);
 
 }  // namespace recur::scan_engine

@@ -3,6 +3,8 @@
 // step (stacked last step first under reverse, so that ys[t] belongs to xs[t]).
 #include <recur/ops/scan/jax.hpp>
 
+#include <tuple>
+
 #include <recur/ops/scan/engine.hpp>
 
 namespace recur::jax_detail {
@@ -30,12 +32,7 @@ FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) 
   p.sequence_name = [&](std::size_t i) { return in.xs_paths[i]; };
   p.n_steps_name = "length";
   for (const auto& x : in.xs) p.sequences.push_back({x, {0}, 0, false});
-  for (const auto& c : in.init) {
-    scan_engine::OutputSpec spec;
-    spec.initial = c;
-    spec.keep = Keep::last;
-    p.outputs.push_back(spec);
-  }
+  scan_engine::add_carried_outputs(p, in.init);
   p.n_steps = o.length;
   p.backwards = o.reverse;
   p.truncate_gradient = o.truncate_gradient;
@@ -63,10 +60,8 @@ FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) 
     outputs.insert(outputs.end(), out.ys.begin(), out.ys.end());
     return StepResult(std::move(outputs));
   };
-  scan_engine::ScanRun run = scan_engine::run(step, p);
   FlatResult r;
-  r.carry.assign(run.outputs.begin(), run.outputs.begin() + static_cast<std::ptrdiff_t>(n_carry));
-  r.ys.assign(run.outputs.begin() + static_cast<std::ptrdiff_t>(n_carry), run.outputs.end());
+  std::tie(r.carry, r.ys) = scan_engine::split_outputs(scan_engine::run(step, p), n_carry);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include <recur/ops/scan/engine.hpp>
 
@@ -63,12 +64,7 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
   p.sequence_name = [](std::size_t i) { return "scan_inputs[" + std::to_string(i) + "]"; };
   for (std::size_t i = 0; i < m; ++i)
     p.sequences.push_back({scan_inputs[i], {0}, axes[i], entry(o.scan_input_directions, i) == 1});
-  for (const auto& s : initial_states) {
-    scan_engine::OutputSpec spec;
-    spec.initial = s;
-    spec.keep = Keep::last;
-    p.outputs.push_back(spec);
-  }
+  scan_engine::add_carried_outputs(p, initial_states);
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
   p.infer_extra_outputs = true;
@@ -101,10 +97,8 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
     }
     return StepResult(std::move(out));
   };
-  scan_engine::ScanRun run = scan_engine::run(step, p);
   OnnxScanResult r;
-  r.final_states.assign(run.outputs.begin(), run.outputs.begin() + static_cast<std::ptrdiff_t>(n));
-  r.scan_outputs.assign(run.outputs.begin() + static_cast<std::ptrdiff_t>(n), run.outputs.end());
+  std::tie(r.final_states, r.scan_outputs) = scan_engine::split_outputs(scan_engine::run(step, p), n);
   return r;
 }
 
