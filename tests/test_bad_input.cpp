@@ -14,6 +14,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -25,11 +26,7 @@ constexpr DType f64 = DType::float64;
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> out;
-  for (std::int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<double>()[i]);
-  return out;
-}
+using testing::values;
 
 // ---- binary_cross_entropy_with_logits at infinite logits ----------------------------
 

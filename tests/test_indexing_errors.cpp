@@ -9,6 +9,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -19,7 +20,7 @@ using testing::expect_error;
 
 Tensor iota(const Shape& shape, DType dtype = DType::float32) { return arange(0, double(numel(shape)), 1, dtype).view(shape); }
 Tensor ids(std::vector<std::int64_t> v, Shape shape) { return from_vector(v, shape); }
-std::vector<double> values(const Tensor& t) { return to_vector<double>(t); }
+using testing::values;
 using Doubles = std::vector<double>;
 
 // ---- values -------------------------------------------------------------------------

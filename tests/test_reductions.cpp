@@ -9,6 +9,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -17,7 +18,7 @@ using testing::expect_clean_failure;
 constexpr DType f64 = DType::float64;
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<double> values(const Tensor& t) { return to_vector<double>(t); }
+using testing::values;
 
 // [[1, -2, 3], [4, 0, -6]]
 Tensor example() { return tensor({{1.0, -2.0, 3.0}, {4.0, 0.0, -6.0}}, f64); }

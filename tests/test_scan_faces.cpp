@@ -7,6 +7,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -15,7 +16,7 @@ using S = std::span<const Var>;
 using testing::expect_clean_failure;
 constexpr DType f64 = DType::float64;
 
-std::vector<double> values(const Var& v) { return to_vector<double>(v.value()); }
+using testing::values;
 
 Var running_sum(S a) { return a[0] + a[1]; }
 Var decimal(S a) { return a[1] * 10.0 + a[0]; }  // acc * 10 + digit

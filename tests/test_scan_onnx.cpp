@@ -6,6 +6,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -14,7 +15,7 @@ using S = std::span<const Var>;
 using testing::expect_clean_failure;
 constexpr DType f64 = DType::float64;
 
-std::vector<double> values(const Var& v) { return to_vector<double>(v.value()); }
+using testing::values;
 
 // The seed's body: sum_out = Add(sum_in, next); scan_out = Identity(sum_out).
 std::vector<Var> sum_body(S a) {

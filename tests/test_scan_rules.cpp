@@ -5,6 +5,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -13,7 +14,7 @@ using S = std::span<const Var>;
 using testing::expect_clean_failure;
 constexpr DType f64 = DType::float64;
 
-std::vector<double> values(const Var& v) { return to_vector<double>(v.value()); }
+using testing::values;
 Var seq(Tape& tape, double n) { return tape.constant(arange(0.0, n, 1.0, f64)); }
 
 TEST(ScanRules, NStepsInferredFromTheShortestSequence) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <recur/recur.hpp>
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 using S = std::span<const Var>;
 constexpr DType f64 = DType::float64;
 
-std::vector<double> values(const Var& v) { return to_vector<double>(v.value()); }
+using testing::values;
 
 // A^k elementwise: result, updates = scan(lambda prior, A: prior * A, outputs_info=ones_like(A),
 // non_sequences=A, n_steps=k); power(range(10), 2) and power(range(10), 4).
