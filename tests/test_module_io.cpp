@@ -5,13 +5,13 @@
 // load leaves every parameter's value and version as they were.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
 #include "file_helpers.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -19,16 +19,12 @@ namespace {
 using testing::expect_error;
 using testing::listing;
 using testing::read_bytes;
+using testing::same_bytes;
 using testing::write_bytes;
 
 namespace fs = std::filesystem;
 
 const fs::path kData = fs::path(RECUR_TEST_DATA) / "module";
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         (a.numel() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
-}
 
 // Embedding -> LSTM -> Linear, registered as "embed.", "lstm." and "head.": seven
 // parameters under three prefixes.

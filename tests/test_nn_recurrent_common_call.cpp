@@ -20,6 +20,15 @@ RecurrentOptions options() {
   return {.input_size = kI, .hidden_size = kH, .num_layers = kLayers, .dtype = f64};
 }
 
+// One layer of each kind, of the same sizes, and a generator for the data.
+struct ThreeLayers {
+  explicit ThreeLayers(std::uint64_t seed) : gen(seed) {}
+  Generator gen;
+  const RNN rnn{options(), gen};
+  const LSTM lstm{options(), gen};
+  const GRU gru{options(), gen};
+};
+
 // Generic over the layer type: no per-type dispatch. The second chunk starts from the
 // state the first ended in (h, and c when the layer has one).
 template <class Layer>
@@ -58,10 +67,10 @@ void expect_chunks_match_whole(const Layer& layer, bool has_cell, const std::str
 }
 
 TEST(RecurrentCommonCall, OneTemplateRunsAllThreeInChunks) {
-  Generator gen(1);
-  const RNN rnn(options(), gen);
-  const LSTM lstm(options(), gen);
-  const GRU gru(options(), gen);
+  const ThreeLayers l(1);
+  const RNN& rnn = l.rnn;
+  const LSTM& lstm = l.lstm;
+  const GRU& gru = l.gru;
   expect_chunks_match_whole(rnn, false, "RNN");
   expect_chunks_match_whole(lstm, true, "LSTM");
   expect_chunks_match_whole(gru, false, "GRU");
@@ -71,44 +80,38 @@ TEST(RecurrentCommonCall, OneTemplateRunsAllThreeInChunks) {
 }
 
 TEST(RecurrentCommonCall, IsThePositionalCallToTheBit) {
-  Generator gen(2);
-  const RNN rnn(options(), gen);
-  const LSTM lstm(options(), gen);
-  const GRU gru(options(), gen);
+  ThreeLayers l(2);
   Tape tape;
-  const Var x = tape.variable(normal({kT1, kB, kI}, 0, 1, gen, f64));
-  const Var h0 = tape.variable(normal({kLayers, kB, kH}, 0, 1, gen, f64));
-  const Var c0 = tape.variable(normal({kLayers, kB, kH}, 0, 1, gen, f64));
+  const Var x = tape.variable(normal({kT1, kB, kI}, 0, 1, l.gen, f64));
+  const Var h0 = tape.variable(normal({kLayers, kB, kH}, 0, 1, l.gen, f64));
+  const Var c0 = tape.variable(normal({kLayers, kB, kH}, 0, 1, l.gen, f64));
   auto same = [](const RecurrentOutput& a, const RecurrentOutput& b) {
     EXPECT_EQ(max_abs_diff(a.output.value(), b.output.value()), 0.0);
     EXPECT_EQ(max_abs_diff(a.h_n.value(), b.h_n.value()), 0.0);
     EXPECT_EQ(a.c_n.defined(), b.c_n.defined());
     if (a.c_n.defined()) EXPECT_EQ(max_abs_diff(a.c_n.value(), b.c_n.value()), 0.0);
   };
-  same(rnn(x, {.h = h0}), rnn(x, h0));
-  same(gru(x, {.h = h0}), gru(x, h0));
-  same(lstm(x, {.h = h0, .c = c0}), lstm(x, h0, c0));
-  same(lstm(x, {.h = h0}), lstm(x, h0));
+  same(l.rnn(x, {.h = h0}), l.rnn(x, h0));
+  same(l.gru(x, {.h = h0}), l.gru(x, h0));
+  same(l.lstm(x, {.h = h0, .c = c0}), l.lstm(x, h0, c0));
+  same(l.lstm(x, {.h = h0}), l.lstm(x, h0));
   // A missing state is zeros in either form.
-  same(lstm(x, RecurrentState{}), lstm(x));
-  const RecurrentOutput out = lstm(x, h0, c0);
+  same(l.lstm(x, RecurrentState{}), l.lstm(x));
+  const RecurrentOutput out = l.lstm(x, h0, c0);
   EXPECT_EQ(out.state().h.id(), out.h_n.id());
   EXPECT_EQ(out.state().c.id(), out.c_n.id());
 }
 
 TEST(RecurrentCommonCall, RnnAndGruRefuseACellState) {
-  Generator gen(3);
-  const RNN rnn(options(), gen);
-  const GRU gru(options(), gen);
-  const LSTM lstm(options(), gen);
+  ThreeLayers l(3);
   Tape tape;
-  const Var x = tape.variable(normal({kT1, kB, kI}, 0, 1, gen, f64));
-  const RecurrentState from_lstm = lstm(x).state();  // has c
-  expect_clean_failure<ValueError>(tape, [&] { rnn(x, from_lstm); }, {"recur::RNN", "'c0'", "no cell state"});
-  expect_clean_failure<ValueError>(tape, [&] { gru(x, from_lstm); }, {"recur::GRU", "'c0'", "no cell state"});
+  const Var x = tape.variable(normal({kT1, kB, kI}, 0, 1, l.gen, f64));
+  const RecurrentState from_lstm = l.lstm(x).state();  // has c
+  expect_clean_failure<ValueError>(tape, [&] { l.rnn(x, from_lstm); }, {"recur::RNN", "'c0'", "no cell state"});
+  expect_clean_failure<ValueError>(tape, [&] { l.gru(x, from_lstm); }, {"recur::GRU", "'c0'", "no cell state"});
   // The state's members are checked as the positional arguments are.
   const Var bad = tape.variable(zeros({1, kB, kH}, f64));
-  expect_clean_failure<ShapeError>(tape, [&] { lstm(x, {.h = from_lstm.h, .c = bad}); },
+  expect_clean_failure<ShapeError>(tape, [&] { l.lstm(x, {.h = from_lstm.h, .c = bad}); },
                                    {"recur::LSTM", "'c0'", "[2, 2, 4]", "got [1, 2, 4]"});
 }
 

@@ -2,13 +2,13 @@
 // looked up by name; written in name order; the list form's checks and errors.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string_view>
 
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
 #include "file_helpers.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -16,15 +16,11 @@ namespace {
 using testing::expect_error;
 using testing::listing;
 using testing::read_bytes;
+using testing::same_bytes;
 
 namespace fs = std::filesystem;
 
 const fs::path kNpz = fs::path(RECUR_TEST_DATA) / "npz";
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         (a.numel() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
-}
 
 using NpzMap = testing::TempDirTest;
 

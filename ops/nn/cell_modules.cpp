@@ -5,28 +5,10 @@
 
 namespace recur::nn {
 
-namespace {
-
-struct CellTraits {
-  std::string_view name;
-  std::int64_t gates;
-};
-
-CellTraits traits_of(CellKind kind) {
-  switch (kind) {
-    case CellKind::lstm: return {"LSTMCell", 4};
-    case CellKind::gru: return {"GRUCell", 3};
-    case CellKind::rnn: break;
-  }
-  return {"RNNCell", 1};
-}
-
-}  // namespace
-
 CellModule::CellModule(CellKind kind, const CellOptions& options, Generator& gen) : options_(options) {
-  const CellTraits t = traits_of(kind);
-  check_recurrent_sizes(t.name, options.input_size, options.hidden_size, 1, options.dtype);
-  weights_ = add_cell_parameters("", t.gates, options.input_size, options.hidden_size, options.bias, gen, options.dtype);
+  const std::string_view name = kind == CellKind::lstm ? "LSTMCell" : (kind == CellKind::gru ? "GRUCell" : "RNNCell");
+  check_recurrent_sizes(name, options.input_size, options.hidden_size, 1, options.dtype);
+  weights_ = add_cell_parameters("", kind, options.input_size, options.hidden_size, options.bias, gen, options.dtype);
 }
 
 Var CellModule::state_or_zeros(const Var& x, const Var& state) const {

@@ -12,8 +12,6 @@
 namespace recur::nn {
 namespace {
 
-std::int64_t gate_count(CellKind kind) { return kind == CellKind::lstm ? 4 : (kind == CellKind::gru ? 3 : 1); }
-
 std::string_view layer_name(CellKind kind) {
   return kind == CellKind::lstm ? "LSTM" : (kind == CellKind::gru ? "GRU" : "RNN");
 }
@@ -36,7 +34,7 @@ RecurrentLayer::RecurrentLayer(CellKind kind, const RecurrentOptions& options, G
     for (std::int64_t d = 0; d < num_directions(); ++d) {
       const std::int64_t input = layer == 0 ? options.input_size : num_directions() * hidden;
       weights_.push_back(
-          add_cell_parameters(suffix(layer, d), gate_count(kind), input, hidden, options.bias, gen, options.dtype));
+          add_cell_parameters(suffix(layer, d), kind, input, hidden, options.bias, gen, options.dtype));
     }
 }
 

@@ -15,6 +15,10 @@
 // product over all steps made before the scan, a step is h W_hh^T and one fused
 // elementwise op (ops/nn/pointwise.hpp). Either way the reverse direction's outputs come
 // back in time order, so output[t] holds both directions' states after reading input[t].
+//
+// The three take one call, layer(input, RecurrentState{h, c}) -> RecurrentOutput, so code
+// generic over them (a template, or a `const RecurrentLayer&`) needs no per-type branch;
+// PyTorch's positional calls, rnn(x, h0) and lstm(x, h0, c0), forward to it.
 #include <cstdint>
 #include <string_view>
 #include <vector>
