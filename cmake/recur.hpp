@@ -15,6 +15,7 @@
 #include <recur/autodiff/checkpoint.hpp>
 #include <recur/autodiff/gradcheck.hpp>
 #include <recur/autodiff/module.hpp>
+#include <recur/autodiff/module_io.hpp>
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/optim/adagrad.hpp>
 #include <recur/autodiff/optim/adam.hpp>
