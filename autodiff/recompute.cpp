@@ -33,7 +33,10 @@ std::vector<ChainStats> Recompute::chain_stats() const {
 
 void Recompute::forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except) {
   std::erase_if(ranges_, [&](const Range& r) { return r.begin >= begin && r.end <= end; });
-  std::erase_if(chains_, [&](const auto& c) { return c.get() != except && c->begin() >= begin && c->end() <= end; });
+  // A chain still recording is an enclosing scan's (it may begin where an inner one does).
+  std::erase_if(chains_, [&](const auto& c) {
+    return c.get() != except && c->finished() && c->begin() >= begin && c->end() <= end;
+  });
 }
 
 void Recompute::truncate(std::uint32_t size) {

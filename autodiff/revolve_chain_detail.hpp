@@ -46,6 +46,7 @@ class Chain {
   std::uint32_t end() const { return bounds_.back(); }
   bool contains(std::uint32_t id) const { return id >= bounds_.front() && id < bounds_.back(); }
   const ChainStats& stats() const { return stats_; }
+  bool finished() const { return finished_; }
 
   // ---- backward -------------------------------------------------------------------------
   // Node `id`'s step, run again with all its values (a backward rule is about to use them).
