@@ -154,7 +154,8 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
         if (s.empty() || s[0] < k_max)
           fail<ShapeError>(p.face, "the initial state of ", output_name(p, j), " has shape ", to_string(s),
                            "; taps ", taps_to_string(o.taps), " need a leading axis of at least ", k_max);
-        plan.shape = Shape(s.begin() + 1, s.end());
+        plan.shape = s;  // without the tap axis (erase: GCC 12 misreads the iterator-range copy)
+        plan.shape->erase(plan.shape->begin());
       } else {
         if (k_max != 1)
           fail<ValueError>(p.face, output_name(p, j), " uses taps ", taps_to_string(o.taps),
