@@ -55,13 +55,13 @@ struct LinearRecurrence {
     Geometry g;
     g.shape = broadcast_shapes(name, a.shape(), b.shape(), "a", "b");
     if (g.shape.empty())
-      fail<ShapeError>(name, "arguments 'a' ", a.shape(), " and 'b' ", b.shape(), " have no time axis (rank 0)");
+      fail<ShapeError>(name, "arguments 'a' ", to_string(a.shape()), " and 'b' ", to_string(b.shape()), " have no time axis (rank 0)");
     g.axis = normalize_axis(name, options.axis, g.shape, "axis");
     g.step = g.shape;
     g.step.erase(g.step.begin() + g.axis);
     if (broadcast_shapes(name, h0.shape(), g.step, "h0", "one step of a and b") != g.step)
-      fail<ShapeError>(name, "argument 'h0' ", h0.shape(), " does not broadcast to one step ", g.step, " of a and b ",
-                       g.shape);
+      fail<ShapeError>(name, "argument 'h0' ", to_string(h0.shape()), " does not broadcast to one step ", to_string(g.step), " of a and b ",
+                       to_string(g.shape));
     return g;
   }
 

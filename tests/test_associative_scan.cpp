@@ -230,9 +230,9 @@ TEST(LinearRecurrence, EqualsTheLoopInBothDtypesOnEveryAxis) {
         to.insert(to.begin() + axis, 0);
         Axes back(3);
         for (std::size_t d = 0; d < 3; ++d) back[static_cast<std::size_t>(to[d])] = static_cast<std::int64_t>(d);
-        const Tensor got = linear_recurrence(permute(a, back), permute(b, back), h0, {.axis = axis, .reverse = reverse});
+        const Tensor got = linear_recurrence(permute(a, to), permute(b, to), h0, {.axis = axis, .reverse = reverse});
         EXPECT_EQ(got.dtype(), dtype);
-        EXPECT_LE(max_abs_diff(permute(got, to), want), dtype == f64 ? 1e-13 : 1e-5) << label(5, axis, reverse);
+        EXPECT_LE(max_abs_diff(permute(got, back), want), dtype == f64 ? 1e-13 : 1e-5) << label(5, axis, reverse);
       }
     }
   }

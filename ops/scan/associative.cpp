@@ -33,8 +33,8 @@ Leaves combine(const FlatFn& fn, const Leaves& x, const Leaves& y, std::span<con
     if (!out.vars[k].defined())
       fail<ValueError>(op_name, "argument 'fn' returned an undefined Var for ", paths[k]);
     if (out.vars[k].value().shape() != x.vars[k].value().shape())
-      fail<ShapeError>(op_name, "argument 'fn' returned shape ", out.vars[k].value().shape(), " for ", paths[k],
-                       "; its arguments there have shape ", x.vars[k].value().shape(),
+      fail<ShapeError>(op_name, "argument 'fn' returned shape ", to_string(out.vars[k].value().shape()), " for ", paths[k],
+                       "; its arguments there have shape ", to_string(x.vars[k].value().shape()),
                        " (fn must combine elementwise along the axis)");
   }
   return out;
@@ -93,8 +93,8 @@ Leaves checked_leaves(std::span<const Var> elems, std::span<const std::string> p
     out.axes.push_back(normalize_axis(op_name, axis, s, "axis"));
     const std::int64_t n = s[static_cast<std::size_t>(out.axes.back())];
     if (n != out.length())
-      fail<ShapeError>(op_name, "argument 'elems': ", paths[k], " has length ", n, " along axis ", axis, " (shape ", s,
-                       ") but ", paths[0], " has ", out.length(), " (shape ", elems[0].value().shape(), ")");
+      fail<ShapeError>(op_name, "argument 'elems': ", paths[k], " has length ", n, " along axis ", axis, " (shape ", to_string(s),
+                       ") but ", paths[0], " has ", out.length(), " (shape ", to_string(elems[0].value().shape()), ")");
   }
   return out;
 }
@@ -111,3 +111,14 @@ std::vector<Var> associative_scan(const FlatFn& fn, std::span<const Var> elems, 
 }
 
 }  // namespace recur::associative_detail
+
+namespace recur {
+
+std::vector<Var> associative_scan(const associative_detail::FlatFn& fn, std::span<const Var> elems,
+                                  const AssociativeScanOptions& options) {
+  std::vector<std::string> paths;
+  for (std::size_t k = 0; k < elems.size(); ++k) paths.push_back("elems[" + std::to_string(k) + "]");
+  return associative_detail::associative_scan(fn, elems, paths, options);
+}
+
+}  // namespace recur

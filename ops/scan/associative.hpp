@@ -42,6 +42,11 @@ std::vector<Var> associative_scan(const FlatFn& fn, std::span<const Var> elems, 
                                   const AssociativeScanOptions& options);
 }  // namespace associative_detail
 
+// The same on a flat list of leaves (named elems[0], elems[1], ... in messages): fn takes
+// and returns lists of leaves in elems' order.
+std::vector<Var> associative_scan(const associative_detail::FlatFn& fn, std::span<const Var> elems,
+                                  const AssociativeScanOptions& options = {});
+
 template <class F, class Elems = std::vector<Var>>
   requires jax_tree::IsTree<Elems> && std::is_convertible_v<std::invoke_result_t<F&, const Elems&, const Elems&>, Elems>
 Elems associative_scan(F&& fn, const Elems& elems, const AssociativeScanOptions& options = {}) {

@@ -25,12 +25,13 @@ std::function<std::vector<Shape>(Rng&)> recurrence_shapes(std::int64_t axis) {
   };
 }
 
-// Two sequences [T, n] with T up to 7, odd and even: the associative scan's elems.
-std::vector<Shape> two_sequences(Rng& rng) {
+// One or two sequences [T, n] with T up to 7, odd and even: the associative scan's elems.
+std::vector<Shape> sequences(Rng& rng, std::size_t count) {
   std::uniform_int_distribution<std::int64_t> steps(1, 7), width(1, 3);
-  const Shape s{steps(rng), width(rng)};
-  return {s, s};
+  return std::vector<Shape>(count, Shape{steps(rng), width(rng)});
 }
+std::vector<Shape> one_sequence(Rng& rng) { return sequences(rng, 1); }
+std::vector<Shape> two_sequences(Rng& rng) { return sequences(rng, 2); }
 
 // (a, b) of two steps h -> a h + b composed: first (a1, b1), then (a2, b2).
 std::pair<Var, Var> compose(const std::pair<Var, Var>& first, const std::pair<Var, Var>& second) {
@@ -56,12 +57,21 @@ std::vector<GradCase> scan_face_cases() {
                                   {x[1]}, {x[0]});
          return concat({unsqueeze(r.final_states[0], 0), r.scan_outputs[0]}, 0);
        }},
-      {"associative_scan_add", two_sequences,
+      {"associative_scan_add", one_sequence,
        [](S x) { return associative_scan([](const Var& p, const Var& q) { return p + q; }, x[0]); }},
       // The linear recurrence's pairs along the last axis, from the end; both leaves returned.
       {"associative_scan_linear_pairs_reverse", two_sequences, [](S x) {
          const auto [a, b] = associative_scan(compose, std::pair{x[0], x[1]}, {.reverse = true, .axis = -1});
          return concat({a, b}, 0);
+       }},
+      // The flat form on a list of leaves.
+      {"associative_scan_leaves", two_sequences, [](S x) {
+         const auto r = associative_scan(
+             [](std::span<const Var> p, std::span<const Var> q) {
+               return std::vector<Var>{p[0] * q[0], q[0] * p[1] + q[1]};
+             },
+             x, {.axis = 0});
+         return concat({r[0], r[1]}, 1);
        }},
       // A non-commutative fn (the pairs) whose result feeds a nonlinearity.
       {"associative_scan_linear_pairs", two_sequences, [](S x) {
