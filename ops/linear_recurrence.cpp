@@ -107,11 +107,9 @@ struct LinearRecurrence {
                               lift(a, zeros(g.step, dtype)));
     const std::int64_t first = rev ? n - 1 : 0;
     const V grad_start = mul(index(full_a, ax, first), index(grad_h, ax, first));
-    Grads<V> out;
-    out.push_back(args.needs_grad(0) ? sum_to(mul(grad_h, h_prev), value_of(a).shape()) : V());
-    out.push_back(args.needs_grad(1) ? sum_to(grad_h, value_of(b).shape()) : V());
-    out.push_back(args.needs_grad(2) ? sum_to(grad_start, value_of(h0).shape()) : V());
-    return out;
+    return {args.needs_grad(0) ? sum_to(mul(grad_h, h_prev), value_of(a).shape()) : V(),
+            args.needs_grad(1) ? sum_to(grad_h, value_of(b).shape()) : V(),
+            args.needs_grad(2) ? sum_to(grad_start, value_of(h0).shape()) : V()};
   }
 };
 
