@@ -37,6 +37,8 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/linear_recurrence.hpp>
+#include <recur/ops/scan/associative.hpp>
 #include <recur/ops/scan/jax.hpp>
 #include <recur/ops/scan/onnx.hpp>
 #include <recur/ops/scan/theano.hpp>
