@@ -58,13 +58,13 @@ std::string quoted(const fs::path& path) {
 
 // A member that must be there with this dtype and shape.
 void check_member(const fs::path& path, const std::string& member, const Tensor& t, DType dtype, const Shape& shape,
-                  const char* holder) {
+                  const char* holder, const char* shape_note = "") {
   if (t.dtype() != dtype)
     fail<DTypeError>("load_checkpoint", quoted(path), ": member '", member, "' is ", t.dtype(), " in the file, ",
                      holder, " is ", dtype);
   if (t.shape() != shape)
     fail<ShapeError>("load_checkpoint", quoted(path), ": member '", member, "' has shape ", to_string(t.shape()),
-                     " in the file, ", holder, " has shape ", to_string(shape));
+                     " in the file, ", holder, " has shape ", to_string(shape), shape_note);
 }
 
 std::string listed(const std::vector<std::string>& names) {
@@ -126,7 +126,9 @@ void load_checkpoint(const fs::path& path, TrainingState& state) {
     const Tensor& t = *in_file.at(s.member);
     if (s.generator) {
       const Tensor now = s.generator->state();
-      check_member(path, s.member, t, now.dtype(), now.shape(), "the generator's state");
+      check_member(path, s.member, t, now.dtype(), now.shape(), "the generator's state",
+                   " (a longer state is an mt19937_64 state saved before recur's Generator became Philox4x32-10; "
+                   "it cannot be continued: start that generator from a seed)");
       restored.push_back(*s.generator);
       try {
         restored.back().set_state(t);

@@ -3,28 +3,15 @@
 #include <bit>
 #include <cmath>
 #include <numbers>
-#include <sstream>
-#include <vector>
 
 #include <recur/core/creation.hpp>
 
 namespace recur {
 namespace {
 
-// The engine's state words as the standard library writes them (text form).
-std::vector<std::uint64_t> words_of(const std::mt19937_64& engine) {
-  std::stringstream text;
-  text << engine;
-  std::vector<std::uint64_t> words;
-  std::uint64_t w;
-  while (text >> w) words.push_back(w);
-  return words;
-}
-
-std::int64_t state_words() {
-  static const auto n = static_cast<std::int64_t>(words_of(std::mt19937_64{}).size());
-  return n;
-}
+// The first word of a state: "PHILOX" and the layout's version, 1.
+constexpr std::int64_t kStateTag = 0x5048494C4F580001;
+constexpr std::int64_t kStateWords = 4;
 
 void check_shape(std::string_view op, const Shape& shape) {
   for (auto d : shape)
@@ -50,27 +37,40 @@ T scale_into(double lo, double hi, double u) {
 
 }  // namespace
 
+void Generator::discard(std::uint64_t n) {
+  position_[0] += n;
+  if (position_[0] < n) ++position_[1];  // carried out of the low word
+  block_ready_ = false;
+}
+
 Tensor Generator::state() const {
-  std::vector<std::int64_t> bits;
-  for (auto w : words_of(engine_)) bits.push_back(std::bit_cast<std::int64_t>(w));
-  return from_vector(bits, {static_cast<std::int64_t>(bits.size())});
+  Tensor out = Tensor::empty({kStateWords}, DType::int64);
+  std::int64_t* words = out.data<std::int64_t>();
+  words[0] = kStateTag;
+  words[1] = std::bit_cast<std::int64_t>(key_);
+  words[2] = std::bit_cast<std::int64_t>(position_[0]);
+  words[3] = std::bit_cast<std::int64_t>(position_[1]);
+  return out;
 }
 
 void Generator::set_state(const Tensor& state) {
-  if (!state.defined()) fail<ValueError>("Generator::set_state", "argument 'state' is undefined");
-  if (state.dtype() != DType::int64)
-    fail<DTypeError>("Generator::set_state", "argument 'state' must be int64, got ", state.dtype());
-  const Shape expected{state_words()};
-  if (state.shape() != expected)
-    fail<ShapeError>("Generator::set_state", "argument 'state' must have shape ", to_string(expected),
-                     ", got ", to_string(state.shape()));
-  std::stringstream text;
-  const std::int64_t* bits = state.data<std::int64_t>();
-  for (std::int64_t i = 0; i < state.numel(); ++i) text << std::bit_cast<std::uint64_t>(bits[i]) << ' ';
-  std::mt19937_64 engine;
-  text >> engine;
-  if (text.fail()) fail<ValueError>("Generator::set_state", "argument 'state' is not a valid engine state");
-  engine_ = engine;
+  constexpr std::string_view op = "Generator::set_state";
+  if (!state.defined()) fail<ValueError>(op, "argument 'state' is undefined");
+  if (state.dtype() != DType::int64) fail<DTypeError>(op, "argument 'state' must be int64, got ", state.dtype());
+  if (state.shape() != Shape{kStateWords})
+    fail<ShapeError>(op, "argument 'state' must have shape [", kStateWords, "] (a Philox4x32-10 state: tag, key, ",
+                     "position), got ", to_string(state.shape()),
+                     state.rank() == 1 && state.size(0) > kStateWords
+                         ? "; a longer state is one of recur's earlier mt19937_64 Generator, which cannot be "
+                           "continued: start that stream again from a seed"
+                         : "");
+  const std::int64_t* words = state.data<std::int64_t>();
+  if (words[0] != kStateTag)
+    fail<ValueError>(op, "argument 'state' is not a Philox4x32-10 generator state: its first word is ", words[0],
+                     ", a state's is ", kStateTag);
+  key_ = std::bit_cast<std::uint64_t>(words[1]);
+  position_ = {std::bit_cast<std::uint64_t>(words[2]), std::bit_cast<std::uint64_t>(words[3])};
+  block_ready_ = false;
 }
 
 Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType dtype) {

@@ -94,7 +94,7 @@ struct Advance {
   std::int64_t draws;
   Tensor forward(const Tensor& state) const {
     Generator gen = restore(state);
-    for (std::int64_t i = 0; i < draws; ++i) gen.next_u64();
+    gen.discard(static_cast<std::uint64_t>(draws));
     return gen.state();
   }
   template <class V>
