@@ -1,5 +1,7 @@
 #include <recur/core/random.hpp>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <numbers>
@@ -18,12 +20,27 @@ void check_shape(std::string_view op, const Shape& shape) {
     if (d < 0) fail<ShapeError>(op, "argument 'shape' has a negative size: ", to_string(shape));
 }
 
-// Writes f() into every element of a new tensor, in row-major order.
+// Hands the next `n` raw draws of `gen` to use(draws, first, count), a chunk at a time:
+// draws[0, count) are draws first ... first + count - 1. Chunks hold an even count.
+template <class Use>
+void in_chunks(Generator& gen, std::int64_t n, Use use) {
+  constexpr std::int64_t kChunk = 256;
+  std::array<std::uint64_t, kChunk> draws;
+  for (std::int64_t first = 0; first < n; first += kChunk) {
+    const std::int64_t count = std::min(kChunk, n - first);
+    gen.fill(std::span(draws.data(), static_cast<std::size_t>(count)));
+    use(draws.data(), first, count);
+  }
+}
+
+// A new tensor whose element i is f(raw draw i, i): one draw per element, row-major order.
 template <class T, class F>
-Tensor generate(const Shape& shape, DType dtype, F f) {
+Tensor generate(const Shape& shape, DType dtype, Generator& gen, F f) {
   Tensor out = Tensor::empty(shape, dtype);
   T* y = out.data<T>();
-  for (std::int64_t i = 0, n = out.numel(); i < n; ++i) y[i] = f();
+  in_chunks(gen, out.numel(), [&](const std::uint64_t* draws, std::int64_t first, std::int64_t count) {
+    for (std::int64_t j = 0; j < count; ++j) y[first + j] = f(draws[j], first + j);
+  });
   return out;
 }
 
@@ -36,6 +53,21 @@ T scale_into(double lo, double hi, double u) {
 }
 
 }  // namespace
+
+void Generator::fill(std::span<std::uint64_t> out) {
+  std::size_t i = 0;
+  if (!out.empty() && (position_[0] & 1)) out[i++] = next_u64();  // the rest of the current block
+  Position at = position_;
+  for (; i + 2 <= out.size(); i += 2) {
+    const auto pair = block_draws(key_, at);
+    out[i] = pair[0];
+    out[i + 1] = pair[1];
+    if ((at[0] += 2) < 2) ++at[1];
+  }
+  position_ = at;
+  block_ready_ = false;
+  if (i < out.size()) out[i] = next_u64();
+}
 
 void Generator::discard(std::uint64_t n) {
   position_[0] += n;
@@ -80,8 +112,8 @@ Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType d
   if (hi < lo) fail<ValueError>("uniform", "argument 'hi' (", hi, ") is less than argument 'lo' (", lo, ")");
   if (!std::isfinite(hi - lo)) fail<ValueError>("uniform", "the range hi - lo overflows: lo=", lo, ", hi=", hi);
   return dispatch_floating("uniform", dtype, [&]<class T>() {
-    return generate<T>(shape, dtype, [&] {
-      const double u = std::is_same_v<T, float> ? gen.next_float() : gen.next_double();
+    return generate<T>(shape, dtype, gen, [&](std::uint64_t raw, std::int64_t) {
+      const double u = std::is_same_v<T, float> ? Generator::unit_float(raw) : Generator::unit_double(raw);
       return scale_into<T>(lo, hi, u);
     });
   });
@@ -96,13 +128,17 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
     Tensor out = Tensor::empty(shape, dtype);
     T* y = out.data<T>();
     const std::int64_t n = out.numel();
-    for (std::int64_t i = 0; i < n; i += 2) {
-      const double u1 = 1.0 - gen.next_double();  // (0, 1]: log(u1) is finite
-      const double u2 = gen.next_double();
-      const double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * std::numbers::pi * u2;
-      y[i] = static_cast<T>(mean + std * (r * std::cos(theta)));
-      if (i + 1 < n) y[i + 1] = static_cast<T>(mean + std * (r * std::sin(theta)));
-    }
+    // Two draws per pair of elements; chunks are even, so a pair's draws share one.
+    in_chunks(gen, n + n % 2, [&](const std::uint64_t* draws, std::int64_t first, std::int64_t count) {
+      for (std::int64_t j = 0; j < count; j += 2) {
+        const double u1 = 1.0 - Generator::unit_double(draws[j]);  // (0, 1]: log(u1) is finite
+        const double u2 = Generator::unit_double(draws[j + 1]);
+        const double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * std::numbers::pi * u2;
+        const std::int64_t i = first + j;
+        y[i] = static_cast<T>(mean + std * (r * std::cos(theta)));
+        if (i + 1 < n) y[i + 1] = static_cast<T>(mean + std * (r * std::sin(theta)));
+      }
+    });
     return out;
   });
 }
@@ -111,7 +147,8 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {
   check_shape("bernoulli", shape);
   if (!(p >= 0 && p <= 1)) fail<ValueError>("bernoulli", "argument 'p' must be in [0, 1], got ", p);
   return dispatch(dtype, [&]<class T>() {
-    return generate<T>(shape, dtype, [&] { return static_cast<T>(gen.next_double() < p ? 1 : 0); });
+    return generate<T>(shape, dtype, gen,
+                       [&](std::uint64_t raw, std::int64_t) { return static_cast<T>(Generator::unit_double(raw) < p ? 1 : 0); });
   });
 }
 
@@ -124,8 +161,9 @@ Tensor bernoulli(const Tensor& p, Generator& gen) {
       if (!(q[i] >= 0 && q[i] <= 1))
         fail<ValueError>("bernoulli", "argument 'p' of shape ", to_string(p.shape()),
                          " must hold probabilities in [0, 1], found ", q[i], " at flat index ", i);
-    std::int64_t i = 0;
-    return generate<T>(p.shape(), p.dtype(), [&] { return static_cast<T>(gen.next_double() < q[i++] ? 1 : 0); });
+    return generate<T>(p.shape(), p.dtype(), gen, [&](std::uint64_t raw, std::int64_t i) {
+      return static_cast<T>(Generator::unit_double(raw) < q[i] ? 1 : 0);
+    });
   });
 }
 

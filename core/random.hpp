@@ -16,6 +16,7 @@
 // where it was.
 #include <array>
 #include <cstdint>
+#include <span>
 
 #include <recur/core/philox.hpp>
 #include <recur/core/tensor.hpp>
@@ -30,14 +31,23 @@ class Generator {
   // The next raw 64-bit draw.
   std::uint64_t next_u64() {
     const unsigned half = position_[0] & 1;
-    if (half == 0 || !block_ready_) compute_block();
+    if (half == 0 || !block_ready_) {
+      block_ = block_draws(key_, position_);
+      block_ready_ = true;
+    }
     if (++position_[0] == 0) ++position_[1];
     return block_[half];
   }
   // Uniform in [0, 1): the top 53 bits of one draw, scaled exactly.
-  double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+  double next_double() { return unit_double(next_u64()); }
   // Uniform in [0, 1): the top 24 bits of one draw, scaled exactly.
-  float next_float() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+  float next_float() { return unit_float(next_u64()); }
+  static double unit_double(std::uint64_t raw) { return static_cast<double>(raw >> 11) * 0x1.0p-53; }
+  static float unit_float(std::uint64_t raw) { return static_cast<float>(raw >> 40) * 0x1.0p-24f; }
+
+  // The next out.size() raw draws, as next_u64() would give them one by one, faster: whole
+  // blocks are independent Philox evaluations, which the processor overlaps.
+  void fill(std::span<std::uint64_t> out);
   // Skips `n` raw draws at once: the same as calling next_u64() n times.
   void discard(std::uint64_t n);
 
@@ -57,20 +67,20 @@ class Generator {
   }
 
  private:
-  // The two draws of the Philox block holding position_ (block = position / 2).
-  void compute_block() {
-    const std::uint64_t lo = (position_[0] >> 1) | (position_[1] << 63), hi = position_[1] >> 1;
+  using Position = std::array<std::uint64_t, 2>;  // 128 bits, low word first
+  // The two raw draws of the Philox block that holds draw `position` (block = position / 2).
+  static std::array<std::uint64_t, 2> block_draws(std::uint64_t key, const Position& position) {
+    const std::uint64_t lo = (position[0] >> 1) | (position[1] << 63), hi = position[1] >> 1;
     auto word = [](std::uint64_t v, int at) { return static_cast<std::uint32_t>(v >> at); };
     const detail::PhiloxCounter w =
-        detail::philox4x32_10({word(lo, 0), word(lo, 32), word(hi, 0), word(hi, 32)}, {word(key_, 0), word(key_, 32)});
-    block_ = {w[0] | std::uint64_t{w[1]} << 32, w[2] | std::uint64_t{w[3]} << 32};
-    block_ready_ = true;
+        detail::philox4x32_10({word(lo, 0), word(lo, 32), word(hi, 0), word(hi, 32)}, {word(key, 0), word(key, 32)});
+    return {w[0] | std::uint64_t{w[1]} << 32, w[2] | std::uint64_t{w[3]} << 32};
   }
 
   std::uint64_t key_;
-  std::array<std::uint64_t, 2> position_{};  // raw draws made, low word first
-  std::array<std::uint64_t, 2> block_{};      // the draws of the current block, once computed
-  bool block_ready_ = false;                  // false: position_ moved to another block unseen
+  Position position_{};                   // raw draws made
+  std::array<std::uint64_t, 2> block_{};  // the draws of the block position_ is in, once computed
+  bool block_ready_ = false;              // false: position_ moved to another block unseen
 };
 
 // Elements uniform in [lo, hi) (all equal to lo when lo == hi); float32 or float64.
