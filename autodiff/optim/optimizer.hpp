@@ -115,4 +115,25 @@ class OptimizerWithOptions : public Optimizer {
   Options options_;
 };
 
+// An optimizer that is nothing but its options and its per-parameter rule (SGD, Adagrad,
+// RMSprop). Its header says RECUR_DECLARE_OPTIMIZER(Adagrad, AdagradOptions); its .cpp
+// defines the two members for OptimizerOf<AdagradOptions>: the constructor names the
+// optimizer and its state buffers and checks the options; update() is the rule.
+template <class Options>
+class OptimizerOf final : public OptimizerWithOptions<Options> {
+ public:
+  explicit OptimizerOf(NamedShared parameters, Options options = {});
+
+ protected:
+  void update(Optimizer::Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
+};
+
+// `Name` is OptimizerOf<Options>, whose two members are defined in Name's .cpp.
+#define RECUR_DECLARE_OPTIMIZER(Name, Options)                                        \
+  using Name = OptimizerOf<Options>;                                                  \
+  template <>                                                                         \
+  OptimizerOf<Options>::OptimizerOf(NamedShared parameters, Options options);         \
+  template <>                                                                         \
+  void OptimizerOf<Options>::update(Optimizer::Slot& slot, const Tensor& grad, std::int64_t t, double lr)
+
 }  // namespace recur::optim
