@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <numbers>
+#include <vector>
 #include <unistd.h>
 
 #include <recur/recur.hpp>
