@@ -50,16 +50,16 @@ NodeRange check_grad_arguments(const Tape& tape, std::span<const Var> outputs, s
 
 }  // namespace
 
-void Tape::backward(const Var& loss) {
+void Tape::backward(const Var& loss, BackwardOptions options) {
   check_owned(*this, "backward", "the loss", loss);
   const Tensor& v = loss.value();
   if (v.numel() != 1)
     fail<GradientError>("backward", "the loss has shape ", to_string(v.shape()),
                         "; backward of a non-scalar needs a grad_output of that shape");
-  backward(loss, ones(v.shape(), v.dtype()));
+  backward(loss, ones(v.shape(), v.dtype()), options);
 }
 
-void Tape::backward(const Var& output, const Tensor& grad_output) {
+void Tape::backward(const Var& output, const Tensor& grad_output, BackwardOptions options) {
   check_owned(*this, "backward", "the output", output);
   const Tensor& v = output.value();
   if (!grad_output.defined()) fail<ValueError>("backward", "grad_output is undefined (output of shape ", to_string(v.shape()), ")");
@@ -70,7 +70,8 @@ void Tape::backward(const Var& output, const Tensor& grad_output) {
   if (!nodes_[output.id()].requires_grad)
     fail<GradientError>("backward", "the output does not depend on any variable or Shared that needs a gradient");
   check_versions("backward", std::span<const Var>(&output, 1));
-  backward_to_leaves(output, grad_output);
+  check_not_consumed(output);
+  backward_to_leaves(output, grad_output, options.retain_graph);
 }
 
 std::vector<Var> Tape::grad(std::span<const Var> outputs, std::span<const Var> inputs,
@@ -103,9 +104,31 @@ void Tape::check_versions(std::string_view op, std::span<const Var> outputs) con
                          ") after this tape read it; its backward pass would use a stale value");
 }
 
+// Walks down from the output as the pass would (through op nodes above any cut, to inputs
+// that need a gradient) and throws at the first node an earlier backward consumed. Only
+// nodes at or above the lowest consumed one can be: below it nothing is walked.
+void Tape::check_not_consumed(const Var& output) const {
+  const std::uint32_t hi = output.id(), lo = lowest_consumed_;
+  if (lo > hi) return;
+  std::vector<std::uint8_t> reached(hi - lo + 1, 0);
+  reached[hi - lo] = 1;
+  for (std::uint32_t i = hi + 1; i-- > lo;) {
+    const detail::Node& n = nodes_[i];
+    if (!reached[i - lo] || !n.op || n.cut) continue;
+    if (n.consumed)
+      fail<GradientError>("backward", "the output (node ", hi, " of this tape) depends on op '", n.op.name(), "' (node ", i,
+                          "), which an earlier backward already ran through and delivered the gradients of; "
+                          "a second backward through it would add them again. To backward through a graph more "
+                          "than once, pass {.retain_graph = true} to every backward but the last; otherwise record "
+                          "the computation again (a fresh tape per step)");
+    for (std::uint32_t in : n.inputs)
+      if (in >= lo && nodes_[in].requires_grad) reached[in - lo] = 1;
+  }
+}
+
 // ---- free functions -------------------------------------------------------------------
 
-void backward(const Var& loss) { loss.tape().backward(loss); }
+void backward(const Var& loss, BackwardOptions options) { loss.tape().backward(loss, options); }
 
 std::vector<Var> grad(std::span<const Var> outputs, std::span<const Var> inputs,
                       std::span<const Tensor> grad_outputs, GradOptions options) {

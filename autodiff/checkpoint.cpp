@@ -99,7 +99,9 @@ void load_checkpoint(const fs::path& path, TrainingState& state) {
     const Tensor& t = in_file.at(s.member);
     if (s.generator) {
       const Tensor now = s.generator->state();
-      check_member(path, s.member, t, now.dtype(), now.shape(), "the generator's state");
+      check_member(path, s.member, t, now.dtype(), now.shape(),
+                   "the generator's state (Philox4x32-10's; a longer one is an mt19937_64 state saved before recur's "
+                   "Generator became Philox4x32-10, which cannot be continued: start that generator from a seed)");
       restored.push_back(*s.generator);
       try {
         restored.back().set_state(t);

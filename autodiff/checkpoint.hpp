@@ -9,9 +9,11 @@
 //   "param/<name>"  one per TrainingState::parameters entry, its value (float32/float64/int64)
 //   "optim/<name>"  one per TrainingState::optimizer_state entry, its value
 //   "extra/<name>"  one per TrainingState::extra entry, its value
-//   "rng/<name>"    one per TrainingState::generators entry: Generator::state(), a 1-d int64
-//                   tensor (the engine's words; portable between builds that use the same
-//                   C++ standard library)
+//   "rng/<name>"    one per TrainingState::generators entry: Generator::state(), int64 of
+//                   shape [4] (a tag, the Philox key, the 128-bit position; portable between
+//                   builds). Checkpoints written before the Generator became Philox4x32-10
+//                   hold longer mt19937_64 states: loading one throws ShapeError naming the
+//                   member (that stream cannot be continued)
 // Members appear in that order, each group in the order of its vector. From Python:
 //   ckpt = numpy.load("ckpt.npz"); ckpt["param/lstm.weight_ih_l0"]; int(ckpt["meta/step"])
 // Names may contain '/' and '.' (module prefixes) but must be valid .npz names

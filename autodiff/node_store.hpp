@@ -20,6 +20,7 @@ struct Node {
   std::int32_t leaf_grad = -1;    // a variable (Tape::variable): index into the tape's leaf gradients
   bool requires_grad = false;
   bool cut = false;               // gradients reaching this node are dropped (truncated BPTT)
+  bool consumed = false;          // a backward without retain_graph ran this node's rule
 };
 
 // Nodes in chunks that never move, so an op may record new nodes (create_graph) while its

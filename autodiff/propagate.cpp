@@ -1,6 +1,8 @@
 // The reverse pass: one loop down the nodes, calling each op's backward rule, in one of
 // two modes. TensorMode is plain backward (gradients are values); VarMode records the
 // pass on the tape (grad with create_graph), so gradients can be differentiated again.
+#include <algorithm>
+
 #include <recur/autodiff/recompute_detail.hpp>
 #include <recur/autodiff/record.hpp>
 #include <recur/core/creation.hpp>
@@ -98,10 +100,13 @@ class InputGrads final : public detail::GradSink {
 };
 
 // Plain backward: rules run on the node values; backward() (to_leaves) also hands the
-// gradients reaching leaves to the Shared reads and variables.
+// gradients reaching leaves to the Shared reads and variables and, unless it retains the
+// graph, consumes the nodes whose rules ran.
 class TensorMode : public PassGrads<Tensor> {
  public:
-  TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves) : PassGrads(tape, hi), to_leaves_(to_leaves) {}
+  TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves, bool consumes)
+      : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes) {}
+  bool consumes() const { return consumes_; }
 
   template <class Deliver>
   void at_leaf(const Tensor& g, Deliver&& deliver) const {
@@ -115,16 +120,17 @@ class TensorMode : public PassGrads<Tensor> {
   }
 
  private:
-  bool to_leaves_;
+  bool to_leaves_, consumes_;
 };
 
 // create_graph: rules run on Vars, so what they compute is recorded on the tape.
 class VarMode : public PassGrads<Var> {
  public:
   using PassGrads::PassGrads;
+  static constexpr bool consumes() { return false; }  // grad() accumulates nowhere
 
   template <class Deliver>
-  void at_leaf(const Var&, Deliver&&) const {}  // grad() accumulates nowhere
+  void at_leaf(const Var&, Deliver&&) const {}
   Grads<Var> backward(const detail::Node& n, std::uint32_t i, const Var& g, std::span<const std::uint8_t> needs) {
     boost::container::small_vector<Var, 4> handles;
     for (std::uint32_t in : n.inputs) handles.push_back(TapeAccess::handle(tape_, in));
@@ -160,6 +166,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
     boost::container::small_vector<std::uint8_t, 4> needs;
     for (std::uint32_t in : n.inputs) needs.push_back(in >= lo && nodes_[in].requires_grad);
     auto gs = mode.backward(n, i, g, std::span<const std::uint8_t>(needs.data(), needs.size()));
+    if (mode.consumes()) consume(i);
     if (released) released->ensure_inputs(n);  // a rule that ran a pass of its own may have released them
     for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
       if (!needs[j] || !is_defined(gs[j])) continue;
@@ -170,8 +177,13 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
   if (released) released->release_all();
 }
 
-void Tape::backward_to_leaves(const Var& output, const Tensor& grad_output) {
-  TensorMode mode(*this, output.id(), /*to_leaves=*/true);
+void Tape::consume(std::uint32_t id) {
+  nodes_[id].consumed = true;
+  lowest_consumed_ = std::min(lowest_consumed_, id);
+}
+
+void Tape::backward_to_leaves(const Var& output, const Tensor& grad_output, bool retain_graph) {
+  TensorMode mode(*this, output.id(), /*to_leaves=*/true, /*consumes=*/!retain_graph);
   mode.seed(output.id(), grad_output);
   propagate(mode, 0, output.id());
 }
@@ -188,7 +200,7 @@ std::vector<Var> Tape::grad_of_inputs(std::span<const Var> outputs, std::span<co
     propagate(mode, lo, hi);
     return mode.gradients_of(inputs);
   };
-  return create_graph ? run(VarMode(*this, hi)) : run(TensorMode(*this, hi, /*to_leaves=*/false));
+  return create_graph ? run(VarMode(*this, hi)) : run(TensorMode(*this, hi, /*to_leaves=*/false, /*consumes=*/false));
 }
 
 }  // namespace recur

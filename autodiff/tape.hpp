@@ -6,6 +6,10 @@
 // Tapes are scoped objects: make one per training step (or per thread); the innermost live
 // tape of a thread is its current tape, on which Shared and Tensor values become Vars.
 //
+// A backward pass consumes the graph it runs through, as in PyTorch: a second backward
+// that would run an op's backward rule again throws, instead of adding the same gradients
+// into the leaves a second time, unless the earlier pass kept the graph (retain_graph).
+//
 // This is the face users call. Code that records ops, and constructs built on the tape
 // (scan, recomputed ranges), go through autodiff/tape_access.hpp.
 #include <cstdint>
@@ -32,6 +36,13 @@ struct GradOptions {
   bool create_graph = false;  // record the backward pass, so the gradients can be differentiated
 };
 
+struct BackwardOptions {
+  // Keep the graph for another backward through it (PyTorch's retain_graph): this pass
+  // consumes nothing, and a later backward may run through the same ops again (and add
+  // their gradients again, which is then what is asked for).
+  bool retain_graph = false;
+};
+
 class Tape : NonCopyable {
  public:
   Tape();
@@ -46,12 +57,25 @@ class Tape : NonCopyable {
 
   // Gradient of a scalar `loss` (or of `output` weighted by grad_output) accumulated into
   // every Shared read on this tape and every variable leaf (Var::grad()).
-  void backward(const Var& loss);
-  void backward(const Var& output, const Tensor& grad_output);
+  //
+  // The pass consumes every op node whose backward rule it runs (those on the way from
+  // the output to the leaves, above any truncated-BPTT cut), unless options.retain_graph.
+  // A later backward whose way down meets a consumed node throws GradientError naming it,
+  // before anything is accumulated. Leaves are never consumed, and ops recorded after a
+  // backward are new: a tape may go on recording and take a backward of a new loss built
+  // from fresh ops (two losses over one shared parameter read, each backward once, is
+  // fine). A pass that throws half-way keeps the nodes whose rules ran consumed, since it
+  // already delivered their gradients.
+  void backward(const Var& loss, BackwardOptions options = {});
+  void backward(const Var& output, const Tensor& grad_output, BackwardOptions options = {});
 
   // d(sum_k <outputs[k], grad_outputs[k]>) / d inputs. Without grad_outputs every output
   // must be a scalar. With create_graph the results are recorded on this tape and can be
-  // differentiated again; otherwise they are constants. Nothing is accumulated anywhere.
+  // differentiated again; otherwise they are constants. Nothing is accumulated anywhere,
+  // so grad() neither consumes the graph nor minds a consumed one: it may be called any
+  // number of times, before or after backward, with the same results. (A backward through
+  // gradients recorded with create_graph runs through the forward ops as well: after a
+  // backward of the forward's own loss, that backward needs retain_graph.)
   std::vector<Var> grad(std::span<const Var> outputs, std::span<const Var> inputs,
                         std::span<const Tensor> grad_outputs = {}, GradOptions options = {});
 
@@ -89,13 +113,15 @@ class Tape : NonCopyable {
 
   // ---- reverse pass (backward.cpp: argument checks; propagate.cpp: the loop) --------------
   void check_versions(std::string_view op, std::span<const Var> outputs) const;
-  void backward_to_leaves(const Var& output, const Tensor& grad_output);
+  void check_not_consumed(const Var& output) const;
+  void backward_to_leaves(const Var& output, const Tensor& grad_output, bool retain_graph);
   std::vector<Var> grad_of_inputs(std::span<const Var> outputs, std::span<const Var> inputs,
                                   std::span<const Tensor> seeds, std::uint32_t lo, std::uint32_t hi,
                                   bool create_graph);
   template <class Mode>
   void propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi);
   void accumulate_into_leaf(const detail::Node& n, const Tensor& g);
+  void consume(std::uint32_t id);
 
   detail::NodeStore nodes_;
   std::vector<SharedRead> shared_reads_;
@@ -103,12 +129,13 @@ class Tape : NonCopyable {
   std::unique_ptr<detail::Recompute> recompute_;  // created by the first released range
   std::vector<RecordingScope*> scopes_;           // innermost last
   int checking_scopes_ = 0;
+  std::uint32_t lowest_consumed_ = UINT32_MAX;  // no node at or below an output consumed: no check
   std::uint32_t slot_ = 0;
   std::uint64_t serial_ = 0;
 };
 
 // Free-function forms, on the tape of their argument.
-void backward(const Var& loss);
+void backward(const Var& loss, BackwardOptions options = {});
 std::vector<Var> grad(std::span<const Var> outputs, std::span<const Var> inputs,
                       std::span<const Tensor> grad_outputs = {}, GradOptions options = {});
 Var grad(const Var& output, const Var& input, GradOptions options = {});

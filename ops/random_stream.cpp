@@ -94,7 +94,7 @@ struct Advance {
   std::int64_t draws;
   Tensor forward(const Tensor& state) const {
     Generator gen = restore(state);
-    for (std::int64_t i = 0; i < draws; ++i) gen.next_u64();
+    gen.discard(static_cast<std::uint64_t>(draws));
     return gen.state();
   }
   template <class V>
@@ -114,22 +114,31 @@ Var record_draw(Tape& tape, Op op, const Vs&... inputs) {
                           grad_enabled() ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), false);
 }
 
-// A draw: reads the state, records the sample and the advanced state, and hands the new
-// state to the innermost recording scope (a running scan: an update of it) or, outside
-// any, to the Shared.
+// A draw inside a scan: reads the state, records the sample and the advanced state (so a
+// checkpoint may replay them), and hands the new state to the innermost recording scope (a
+// running scan) as an update of it.
 template <class D, class... P>
-Var draw(Shared state, Tape& tape, const D& d, const P&... p) {
+Var draw_in_scope(RecordingScope& scope, Shared state, Tape& tape, const D& d, const P&... p) {
   return transactional(tape, [&] {
-    RecordingScope* scope = TapeAccess::innermost_scope(tape);
-    // Outside a scan the Shared changes at once, under this tape: read it as a constant,
-    // not as a Shared read (which a tape makes once and checks for changes).
-    const Var s = scope ? tape.read(state) : tape.constant(state.value());
+    const Var s = tape.read(state);
     Var sample = record_draw(tape, Sample<D>{d}, s, p...);
     const Var next = record_draw(tape, Advance{d.draws(sample.numel())}, s);
-    if (scope) scope->take_update(state, next);
-    else state.assign(next.value());
+    scope.take_update(state, next);
     return sample;
   });
+}
+
+// A draw: inside a scan as above; outside any, nothing will replay it, so the sample is a
+// constant and the Shared takes the generator's state after it at once (the Shared changes
+// under this tape: its value is used directly, not as a Shared read, which a tape makes
+// once and checks for changes).
+template <class D, class... P>
+Var draw(Shared state, Tape& tape, const D& d, const P&... p) {
+  if (RecordingScope* scope = TapeAccess::innermost_scope(tape)) return draw_in_scope(*scope, state, tape, d, p...);
+  Generator gen = restore(state.value());
+  Var sample = tape.constant(d.sample(gen, TapeAccess::node_value(tape, p.id())...));
+  state.assign(gen.state());
+  return sample;
 }
 
 }  // namespace

@@ -6,9 +6,10 @@
 //   auto r = scan([&](S a) { return trng.binomial(sigmoid(matmul(a[0], W))); }, {...});
 //   apply_updates(r.updates);  // r.updates holds the stream's state after the last draw
 //
-// Each draw records two nodes: the sample, computed from (state[, p]), and the advanced
-// state, computed from the state. Both are pure functions of their inputs, so a scan
-// checkpoint that recomputes them during backward gets the same draws bit for bit.
+// Inside a scan each draw records two nodes: the sample, computed from (state[, p]), and
+// the advanced state, computed from the state. Both are pure functions of their inputs, so
+// a scan checkpoint that recomputes them during backward gets the same draws bit for bit.
+// Outside any scan a draw records the sample as a constant.
 //
 // Where the state goes:
 // - inside a running scan, the draw reads the state as Var(state()) (the scan's latest

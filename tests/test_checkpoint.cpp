@@ -182,9 +182,33 @@ TEST_F(Checkpoint, EditedFilesThrowBeforeAnythingChanges) {
   expect_unchanged(trained);
 }
 
+// Before the Generator became Philox4x32-10 its state was mt19937_64's 313 words: such a
+// member is refused, naming it and saying why, and nothing changes.
+TEST_F(Checkpoint, AGeneratorStateOfTheOldEngineIsRefusedClearly) {
+  save_checkpoint(file("ckpt.npz"), state_);
+  NamedTensors members = load_npz(file("ckpt.npz"));
+  ASSERT_EQ(members[8].first, "rng/data");
+  members[8].second = arange(313);
+  save_npz(file("old.npz"), members);
+  train_a_step();
+  const Saved trained = saved();
+  expect_error<ShapeError>([&] { load_checkpoint(file("old.npz"), state_); },
+                           {"recur::load_checkpoint", "member 'rng/data'", "[313]", "[4]", "mt19937_64", "seed"});
+  expect_unchanged(trained);
+}
+
 TEST_F(Checkpoint, TruncatedAndCorruptedFilesThrowIOErrorAndChangeNothing) {
   save_checkpoint(file("ckpt.npz"), state_);
   const std::string good = read_bytes(file("ckpt.npz"));
+  // Inside parameter data: the middle byte of each parameter's values in the file (found by
+  // content, since where they land depends on the sizes of the other members).
+  std::vector<std::size_t> inside_parameters;
+  for (const auto& [name, shared] : state_.parameters) {
+    const Tensor v = shared.value();
+    const std::size_t at = good.find(std::string(static_cast<const char*>(v.raw_data()), v.nbytes()));
+    ASSERT_NE(at, std::string::npos) << name;
+    inside_parameters.push_back(at + v.nbytes() / 2);
+  }
   train_a_step();
   const Saved trained = saved();
   const fs::path p = file("bad.npz");
@@ -193,7 +217,7 @@ TEST_F(Checkpoint, TruncatedAndCorruptedFilesThrowIOErrorAndChangeNothing) {
     write_bytes(p, good.substr(0, n));
     expect_error<IOError>([&] { load_checkpoint(p, state_); }, {"recur::load_npz", p.string()});
   }
-  for (std::size_t at : {good.size() / 4, good.size() / 2}) {  // inside parameter data
+  for (std::size_t at : inside_parameters) {
     std::string bad = good;
     bad[at] = static_cast<char>(bad[at] ^ 0x40);
     write_bytes(p, bad);

@@ -3,11 +3,13 @@
 // of 10^5 draws are right, and bad arguments throw without advancing the generator.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <random>
+#include <numbers>
+#include <vector>
 #include <unistd.h>
 
 #include <recur/recur.hpp>
@@ -66,27 +68,69 @@ Moments moments(const Tensor& t) {
 
 constexpr std::int64_t kDraws = 100000;
 
-TEST(Random, EngineIsTheStandardMt19937_64) {
-  // The C++ standard requires the 10000th output of a default-seeded mt19937_64 to be this.
-  Generator g(5489);
-  for (int i = 0; i < 9999; ++i) g.next_u64();
-  EXPECT_EQ(g.next_u64(), 9981545732273789042ull);
+TEST(Random, PhiloxMatchesRandom123KnownAnswers) {
+  using detail::philox4x32_10;
+  using W = detail::PhiloxCounter;
+  // Random123's kat_vectors for philox4x32 with 10 rounds: counter, key -> output.
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}), (W{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+            (W{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (W{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
-TEST(Random, UniformsComeFromTheRawBits) {
-  std::mt19937_64 engine(42);
+// A Generator at `position` (raw draws made) of the stream of `seed`, set through a state.
+Generator at_position(std::uint64_t seed, std::uint64_t position_lo, std::uint64_t position_hi) {
+  Tensor state = Generator(seed).state().clone();
+  state.data<std::int64_t>()[2] = std::bit_cast<std::int64_t>(position_lo);
+  state.data<std::int64_t>()[3] = std::bit_cast<std::int64_t>(position_hi);
+  Generator g(0);
+  g.set_state(state);
+  return g;
+}
+
+std::uint64_t low_half(const detail::PhiloxCounter& w) { return w[0] | std::uint64_t{w[1]} << 32; }
+std::uint64_t high_half(const detail::PhiloxCounter& w) { return w[2] | std::uint64_t{w[3]} << 32; }
+
+TEST(Random, RawDrawsAreTheHalvesOfPhiloxBlocksInOrder) {
+  // Seed 0 from its start: block 0 under key 0, the first known answer.
+  Generator zero(0);
+  EXPECT_EQ(zero.next_u64(), 0xe169c58d6627e8d5ull);
+  EXPECT_EQ(zero.next_u64(), 0x9b00dbd8bc57ac4cull);
+  // The third known answer: key = seed, block b = the counter, at position 2b.
+  const std::uint64_t b_lo = 0x85a308d3243f6a88ull, b_hi = 0x0370734413198a2eull;
+  Generator pi = at_position(0x299f31d0a4093822ull, b_lo << 1, b_hi << 1 | b_lo >> 63);
+  EXPECT_EQ(pi.next_u64(), 0x94fdccebd16cfe09ull);
+  EXPECT_EQ(pi.next_u64(), 0x24126ea15001e420ull);
+  // Any seed: draws 2b and 2b + 1 from block b.
   Generator g(42);
-  const Tensor d = uniform({4}, 0.0, 1.0, g, DType::float64);
-  const Tensor f = uniform({4}, -2.0, 6.0, g, DType::float32);
-  for (std::int64_t i = 0; i < 4; ++i)
-    EXPECT_EQ(d.at<double>({i}), static_cast<double>(engine() >> 11) / 9007199254740992.0);  // 2^53
-  for (std::int64_t i = 0; i < 4; ++i)
-    EXPECT_EQ(f.at<float>({i}), static_cast<float>(-2.0 + 8.0 * static_cast<double>(engine() >> 40) / 16777216.0));
-  Generator b(42);
-  const Tensor bits = bernoulli({3}, 0.5, b, DType::int64);
-  std::mt19937_64 e2(42);
-  for (std::int64_t i = 0; i < 3; ++i)
-    EXPECT_EQ(bits.at<std::int64_t>({i}), static_cast<double>(e2() >> 11) / 9007199254740992.0 < 0.5 ? 1 : 0);
+  for (std::uint32_t b = 0; b < 5; ++b) {
+    const auto w = detail::philox4x32_10({b, 0, 0, 0}, {42, 0});
+    EXPECT_EQ(g.next_u64(), low_half(w)) << b;
+    EXPECT_EQ(g.next_u64(), high_half(w)) << b;
+  }
+}
+
+TEST(Random, DiscardIsDrawingWithoutTheDraws) {
+  for (std::uint64_t start : {0, 1, 2, 3})
+    for (std::uint64_t n : {0, 1, 2, 3, 5, 1000}) {
+      Generator a(9), b(9);
+      for (std::uint64_t i = 0; i < start; ++i) a.next_u64(), b.next_u64();
+      a.discard(n);
+      for (std::uint64_t i = 0; i < n; ++i) b.next_u64();
+      EXPECT_TRUE(a == b) << start << " + " << n;
+      EXPECT_EQ(a.next_u64(), b.next_u64()) << start << " + " << n;
+      EXPECT_EQ(a.next_u64(), b.next_u64()) << start << " + " << n;
+    }
+  // The position is 128 bits: it carries into the high word, and so does the block number.
+  Generator g = at_position(7, ~0ull, 0);
+  EXPECT_EQ(g.next_u64(), high_half(detail::philox4x32_10({0xffffffff, 0x7fffffff, 0, 0}, {7, 0})));
+  EXPECT_TRUE(g == at_position(7, 0, 1));
+  EXPECT_EQ(g.next_u64(), low_half(detail::philox4x32_10({0, 0x80000000, 0, 0}, {7, 0})));
+  Generator h = at_position(7, ~0ull - 2, 0);
+  h.discard(5);
+  EXPECT_TRUE(h == at_position(7, 2, 1));
+  EXPECT_EQ(h.state().data<std::int64_t>()[3], 1);
 }
 
 TEST(Random, SameSeedSameValuesOtherSeedOtherValues) {
@@ -137,6 +181,11 @@ TEST(Random, BadStatesAreRejectedAndLeaveTheGeneratorAlone) {
                            {"Generator::set_state", to_string(state.shape())});
   expect_error<ShapeError>([&] { g.set_state(arange(3)); }, {"Generator::set_state", "[3]"});
   expect_error<ValueError>([&] { g.set_state(Tensor()); }, {"Generator::set_state", "undefined"});
+  // The same shape without the tag: not a state.
+  expect_error<ValueError>([&] { g.set_state(arange(4)); }, {"Generator::set_state", "not a Philox4x32-10"});
+  // A state of the mt19937_64 Generator recur had before (312 words and an index).
+  expect_error<ShapeError>([&] { g.set_state(zeros({313}, DType::int64)); },
+                           {"Generator::set_state", "[313]", "mt19937_64", "seed"});
   EXPECT_TRUE(g == before);
 }
 

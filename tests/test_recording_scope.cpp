@@ -116,7 +116,7 @@ TEST(LeafGradients, EachVariableKeepsItsOwnAndAccumulates) {
   for (int i = 0; i < 600; ++i) xs.push_back(tape.variable(tensor({static_cast<double>(i)}, DType::float64)));
   Var total = tape.constant(tensor({0.0}, DType::float64));
   for (int i = 0; i < 600; i += 2) total = total + xs[i] * xs[i];  // odd ones unused
-  tape.backward(sum(total));
+  tape.backward(sum(total), {.retain_graph = true});
   tape.backward(sum(total));
   for (int i = 0; i < 600; ++i)
     EXPECT_DOUBLE_EQ(xs[i].grad().item(), i % 2 == 0 ? 2.0 * 2.0 * i : 0.0) << i;

@@ -245,7 +245,8 @@ TEST(ScanRevolve, StackedOutputsAndLessHeld) {
 
 // RandomStream draws inside the step, a shared update returned by the step, until.
 struct Noisy {
-  Shared w{init(4, {4, 4}, 0.8), "W"};
+  // Seed 7: with these draws sum(next^2) first passes 0.5 at step 11 of 30 (until's test).
+  Shared w{init(7, {4, 4}, 0.8), "W"};
   Shared h0{init(5, {4}, 1.0), "h0"};
   Shared count{zeros({}, f64), "count"};
 
