@@ -3,7 +3,8 @@
 #  1. build in Release and run the whole suite with ctest,
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. build the thread tests under ThreadSanitizer and run them,
-#  4. install recur and build a tiny consumer project with find_package(recur).
+#  4. install recur, check that the package is relocatable, and build a tiny consumer
+#     project with find_package(recur) from the moved install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
@@ -35,14 +36,23 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs"
 
 echo "== install and find_package(recur) from another project"
-rm -rf build/install build-consumer
+rm -rf build/install build/relocated build-consumer
 cmake --install build --prefix build/install
 # An installed header that includes an internal one would not compile for a consumer.
 if grep -rl '_detail\.hpp>' build/install/include; then
   echo "installed headers above include internal *_detail.hpp headers" >&2
   exit 1
 fi
-cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install"
+# The package names its dependencies as targets that recurConfig.cmake finds again on the
+# consumer's machine (BLAS::BLAS, recur::zip, ...), and its own files relative to
+# ${_IMPORT_PREFIX}: no absolute path (such as /usr/lib/.../libopenblas.so) of this machine.
+if grep -nE '(^|[";:<])/[A-Za-z0-9_.-]' build/install/lib/cmake/recur/recurTargets*.cmake; then
+  echo "the installed recurTargets*.cmake above hard-code absolute paths of the build machine" >&2
+  exit 1
+fi
+# Moved elsewhere, the install still works: nothing in it depends on where it was put.
+mv build/install build/relocated
+cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/relocated"
 cmake --build build-consumer
 ./build-consumer/recur_consumer
 
