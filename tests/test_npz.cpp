@@ -212,7 +212,7 @@ TEST_F(Npz, ArchivesOver4GiBOr65534MembersAreRefusedBeforeWriting) {
                            {"recur::save_npz", "4 GiB", "ZIP64"});
   NamedTensors many;
   const Tensor t = scalar(1.0);
-  for (int i = 0; i < 65535; ++i) many.emplace_back("a" + std::to_string(i), t);
+  for (int i = 0; i < 65535; ++i) many.emplace_back(std::string("a").append(std::to_string(i)), t);
   expect_error<ValueError>([&] { save_npz(file("many.npz"), many); }, {"65535 arrays", "at most 65534"});
   EXPECT_TRUE(listing(dir_).empty());
 }
@@ -363,7 +363,9 @@ TEST_F(Npz, EverySingleByteCorruptionIsCaughtUnlessTheByteIsUnused) {
     } catch (const IOError& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
-      if (in_data) EXPECT_NE(msg.find("CRC-32 mismatch"), std::string::npos) << "byte " << i << ": " << msg;
+      if (in_data) {
+        EXPECT_NE(msg.find("CRC-32 mismatch"), std::string::npos) << "byte " << i << ": " << msg;
+      }
     } catch (const std::exception& e) {
       ADD_FAILURE() << "byte " << i << ": not an IOError: " << e.what();
     }
