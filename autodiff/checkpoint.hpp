@@ -34,10 +34,10 @@ inline constexpr std::int64_t kCheckpointFormat = 1;
 // What a checkpoint saves and restores. The Shared handles and generators belong to the
 // caller; load_checkpoint writes into them.
 struct TrainingState {
-  NamedShared parameters;        // e.g. model.named_parameters()
-  NamedShared optimizer_state;   // moments, step counters, ...
-  NamedShared extra;             // whatever else the run carries on (e.g. an RNN state across chunks)
-  std::vector<std::pair<std::string, Generator*>> generators;
+  NamedShared parameters{};      // e.g. model.named_parameters()
+  NamedShared optimizer_state{}; // moments, step counters, ...
+  NamedShared extra{};           // whatever else the run carries on (e.g. an RNN state across chunks)
+  std::vector<std::pair<std::string, Generator*>> generators{};
   std::int64_t step = 0;
 };
 

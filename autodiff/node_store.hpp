@@ -4,10 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
 #include <recur/autodiff/op_box.hpp>
 #include <recur/core/non_copyable.hpp>
+#include <recur/core/small_vector.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur::detail {

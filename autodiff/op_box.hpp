@@ -13,9 +13,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/container/small_vector.hpp>
-
 #include <recur/autodiff/var.hpp>
+#include <recur/core/small_vector.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur {

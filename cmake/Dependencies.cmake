@@ -1,14 +1,18 @@
 # All dependencies come from Debian packages (scripts/install-deps.sh installs them).
+# Each is linked as an imported target, never as a path, so that the installed package's
+# recurTargets.cmake names only targets and recurConfig.cmake finds them again on the
+# consumer's machine.
 find_package(Threads REQUIRED)
+# recur calls OpenBLAS (cblas_sgemm/dgemm and openblas_set_num_threads); xtensor-blas's
+# LAPACK calls go through it too. CMake's FindBLAS gives it as BLAS::BLAS; -DBLA_VENDOR=...
+# picks another provider of the same interface. Set before xtensor-blas, whose package
+# config looks for BLAS as well, so that both agree.
+if(NOT DEFINED BLA_VENDOR)
+  set(BLA_VENDOR OpenBLAS)
+endif()
+find_package(BLAS REQUIRED)
 find_package(xtl REQUIRED)
 find_package(xtensor REQUIRED)
 find_package(xtensor-blas REQUIRED)
 find_package(Boost 1.74 REQUIRED)
-# libzip reads .npz archives (stored, deflated, ZIP64) for load_npz. Found by hand, not
-# with find_package(libzip): Debian's libzip-config.cmake also imports the zipcmp/zipmerge/
-# ziptool programs and fails when those packages are not installed.
-find_path(RECUR_ZIP_INCLUDE zip.h REQUIRED)
-find_library(RECUR_ZIP NAMES zip REQUIRED)
-# OpenBLAS provides cblas_sgemm/dgemm; xtensor-blas's LAPACK calls go through it too.
-find_library(RECUR_OPENBLAS NAMES openblas REQUIRED)
-set(RECUR_BLAS_LIBRARIES ${RECUR_OPENBLAS})
+include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)

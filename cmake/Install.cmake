@@ -9,11 +9,11 @@ foreach(layer core autodiff ops)
 endforeach()
 install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
 install(TARGETS recur EXPORT recurTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/recurConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/recurConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/recurConfig.cmake ${CMAKE_BINARY_DIR}/recurConfigVersion.cmake
+              ${CMAKE_SOURCE_DIR}/cmake/recurZip.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)

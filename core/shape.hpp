@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include <boost/container/small_vector.hpp>
+#include <recur/core/small_vector.hpp>
 
 namespace recur {
 

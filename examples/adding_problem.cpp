@@ -27,6 +27,7 @@
 #include <recur/recur.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -34,7 +35,7 @@
 #include <vector>
 
 #include "adding_data.hpp"
-#include "cli.hpp"
+#include "example_main.hpp"
 #include "progress.hpp"
 #include "svg.hpp"
 
@@ -93,8 +94,10 @@ Tensor targets_of(const adding::Batch& b) { return from_vector(b.targets, {b.bat
 std::int64_t parse_truncation(const std::string& text) {
   if (text == "full") return -1;
   std::int64_t k = 0;
-  if (!examples::cli_detail::from_text(text, k) || k < 1)
-    throw std::invalid_argument("--truncations: \"" + text + "\" is neither \"full\" nor a number >= 1");
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, k);
+  if (error != std::errc() || stop != end || k < 1)
+    throw std::invalid_argument("\"" + text + "\" is neither \"full\" nor a number >= 1");
   return k;
 }
 
@@ -198,43 +201,34 @@ Run train(const Options& o, adding::Placement placement, std::int64_t truncation
   return run;
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--steps", o.steps, "training steps per truncation (one fresh batch each)")->check(positive);
+  app.add_option("--length", o.length, "sequence length T")->check(examples::at_least(4L));
+  app.add_option("--batch", o.batch, "sequences per step")->check(positive);
+  app.add_option("--hidden", o.hidden, "LSTM hidden size")->check(positive);
+  app.add_option("--lr", o.lr, "Adam learning rate");
+  app.add_option("--clip", o.clip, "clip gradients to this global norm (0: off)");
+  app.add_option("--forget-bias", o.forget_bias, "initial bias of the LSTM's forget gate (bias_ih rows H..2H)");
+  app.add_option("--truncations", o.truncations, "runs: \"full\" or k (backpropagate through the last k steps)")
+      ->delimiter(',')
+      ->check(examples::parses_with(parse_truncation, "full|K"));
+  app.add_option("--markers", o.markers,
+                 "marker placements, each trained with every truncation: \"halves\" (one per half) or \"early\" "
+                 "(both in the first half, as in the 1997 paper)")
+      ->delimiter(',')
+      ->check(examples::parses_with(adding::parse_placement, "halves|early"));
+  app.add_option("--test", o.test, "test sequences")->check(positive);
+  app.add_option("--eval-every", o.eval_every, "test every N steps")->check(positive);
+  app.add_option("--seed", o.seed, "random seed");
+  app.add_option("--svg", o.svg, "test-error curves written here (\"\": none)");
+}
 
-int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_adding_problem",
-                    "Trains an LSTM on the adding problem (Hochreiter and Schmidhuber 1997) with full BPTT and with "
-                    "truncated BPTT, and compares their test error with the 0.167 of always predicting 1. With "
-                    "both marks early, a truncation that reaches neither cannot learn the task; with one mark per "
-                    "half, the later mark is sometimes in reach and truncated BPTT learns anyway, more slowly.");
-  cli.option("--steps", o.steps, "training steps per truncation (one fresh batch each)");
-  cli.option("--length", o.length, "sequence length T");
-  cli.option("--batch", o.batch, "sequences per step");
-  cli.option("--hidden", o.hidden, "LSTM hidden size");
-  cli.option("--lr", o.lr, "Adam learning rate");
-  cli.option("--clip", o.clip, "clip gradients to this global norm (0: off)");
-  cli.option("--forget-bias", o.forget_bias, "initial bias of the LSTM's forget gate (bias_ih rows H..2H)");
-  cli.option("--truncations", o.truncations, "runs: \"full\" or k (backpropagate through the last k steps)");
-  cli.option("--markers", o.markers,
-             "marker placements, each trained with every truncation: \"halves\" (one per half) or \"early\" (both "
-             "in the first half, as in the 1997 paper)");
-  cli.option("--test", o.test, "test sequences");
-  cli.option("--eval-every", o.eval_every, "test every N steps");
-  cli.option("--seed", o.seed, "random seed");
-  cli.option("--svg", o.svg, "test-error curves written here (\"\": none)");
-  cli.parse(argc, argv);
-
+int run(const Options& o) {
   std::vector<std::int64_t> truncations;
   std::vector<adding::Placement> placements;
-  try {
-    if (o.steps < 1 || o.length < 4 || o.batch < 1 || o.hidden < 1 || o.test < 1 || o.eval_every < 1)
-      throw std::invalid_argument("--steps, --batch, --hidden, --test, --eval-every must be >= 1 and --length >= 4");
-    for (const std::string& t : o.truncations) truncations.push_back(parse_truncation(t));
-    for (const std::string& m : o.markers) placements.push_back(adding::parse_placement(m));
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "recur_adding_problem: %s\n", e.what());
-    return 2;
-  }
+  for (const std::string& t : o.truncations) truncations.push_back(parse_truncation(t));
+  for (const std::string& m : o.markers) placements.push_back(adding::parse_placement(m));
 
   std::printf("recur adding problem: T = %ld, LSTM %ld, Adam lr %g, batch %ld, %ld steps per run, %ld test sequences\n",
               o.length, o.hidden, o.lr, o.batch, o.steps, o.test);
@@ -288,4 +282,16 @@ int main(int argc, char** argv) {
     std::printf("\ntest-error curves in %s\n", o.svg.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(
+      argc, argv, "recur_adding_problem",
+      "Trains an LSTM on the adding problem (Hochreiter and Schmidhuber 1997) with full BPTT and with truncated BPTT, "
+      "and compares their test error with the 0.167 of always predicting 1. With both marks early, a truncation that "
+      "reaches neither cannot learn the task; with one mark per half, the later mark is sometimes in reach and "
+      "truncated BPTT learns anyway, more slowly.",
+      declare_options, run);
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "char_corpus.hpp"
-#include "cli.hpp"
+#include "example_main.hpp"
 #include "progress.hpp"
 #include "svg.hpp"
 
@@ -125,33 +125,28 @@ void print_sample(const std::string& text) {
   std::printf("    | %s\n", shown.c_str());
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--corpus", o.corpus, "text file or directory of text files");
+  app.add_option("--steps", o.steps, "training steps (one step = bptt characters of every stream)")->check(positive);
+  app.add_option("--batch", o.batch, "parallel streams per step")->check(positive);
+  app.add_option("--bptt", o.bptt, "k1: characters per step, the truncation length")->check(positive);
+  app.add_option("--window", o.window, "k2 >= k1: backpropagate through the last k2 characters (0: k2 = k1)");
+  app.add_option("--embed", o.embed, "embedding size")->check(positive);
+  app.add_option("--hidden", o.hidden, "LSTM hidden size")->check(positive);
+  app.add_option("--lr", o.lr, "Adam learning rate");
+  app.add_option("--clip", o.clip, "clip gradients to this global norm (0: off)");
+  app.add_option("--sample-every", o.sample_every, "print generated text every N steps (0: never)");
+  app.add_option("--sample-length", o.sample_length, "characters per sample");
+  app.add_option("--temperature", o.temperature, "sampling temperature");
+  app.add_option("--save-every", o.save_every, "write the checkpoint every N steps (0: only at the end)");
+  app.add_option("--checkpoint", o.checkpoint, "checkpoint file (.npz)");
+  app.add_flag("--resume", o.resume, "continue from --checkpoint");
+  app.add_option("--svg", o.svg, "loss-curve picture written at the end");
+  app.add_option("--seed", o.seed, "random seed");
+}
 
-int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_char_lstm",
-                    "Trains a character-level LSTM language model with truncated BPTT on text that needs no "
-                    "download, printing progress and generated samples, saving resumable checkpoints and a "
-                    "loss-curve SVG.");
-  cli.option("--corpus", o.corpus, "text file or directory of text files");
-  cli.option("--steps", o.steps, "training steps (one step = bptt characters of every stream)");
-  cli.option("--batch", o.batch, "parallel streams per step");
-  cli.option("--bptt", o.bptt, "k1: characters per step, the truncation length");
-  cli.option("--window", o.window, "k2 >= k1: backpropagate through the last k2 characters (0: k2 = k1)");
-  cli.option("--embed", o.embed, "embedding size");
-  cli.option("--hidden", o.hidden, "LSTM hidden size");
-  cli.option("--lr", o.lr, "Adam learning rate");
-  cli.option("--clip", o.clip, "clip gradients to this global norm (0: off)");
-  cli.option("--sample-every", o.sample_every, "print generated text every N steps (0: never)");
-  cli.option("--sample-length", o.sample_length, "characters per sample");
-  cli.option("--temperature", o.temperature, "sampling temperature");
-  cli.option("--save-every", o.save_every, "write the checkpoint every N steps (0: only at the end)");
-  cli.option("--checkpoint", o.checkpoint, "checkpoint file (.npz)");
-  cli.flag("--resume", o.resume, "continue from --checkpoint");
-  cli.option("--svg", o.svg, "loss-curve picture written at the end");
-  cli.option("--seed", o.seed, "random seed");
-  cli.parse(argc, argv);
-
+int run(const Options& o) {
   const examples::CharCorpus corpus({o.corpus});
   const Tensor streams = corpus.streams(o.batch);
   const std::int64_t stream_length = streams.shape()[0] - 1;  // inputs t, targets t + 1
@@ -225,4 +220,14 @@ int main(int argc, char** argv) {
                 losses.back(), first_step, o.steps, progress.seconds(), o.svg.c_str(), o.checkpoint.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(
+      argc, argv, "recur_char_lstm",
+      "Trains a character-level LSTM language model with truncated BPTT on text that needs no download, printing "
+      "progress and generated samples, saving resumable checkpoints and a loss-curve SVG.",
+      declare_options, run);
 }

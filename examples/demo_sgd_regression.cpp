@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "cli.hpp"
+#include "example_main.hpp"
 
 namespace {
 
@@ -27,17 +27,15 @@ void sgd_step(recur::Shared& p, double lr) {
   for (std::int64_t i = 0; i < v.numel(); ++i) pv[i] -= static_cast<float>(lr) * pg[i];
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  app.add_option("--steps", o.steps, "training steps");
+  app.add_option("--hidden", o.hidden, "hidden units");
+  app.add_option("--lr", o.lr, "learning rate");
+  app.add_option("--seed", o.seed, "random seed")->check(examples::at_least(std::uint64_t{0}));
+}
 
-int main(int argc, char** argv) {
+int run(const Options& o) {
   using namespace recur;
-  Options o;
-  examples::Cli cli("recur_demo", "fits y = sin(3x) with a 1-H-1 tanh network trained by SGD.");
-  cli.option("--steps", o.steps, "training steps");
-  cli.option("--hidden", o.hidden, "hidden units");
-  cli.option("--lr", o.lr, "learning rate");
-  cli.option("--seed", o.seed, "random seed");
-  cli.parse(argc, argv);
   Generator gen(o.seed);
 
   // 256 samples of x in [-1, 1] and y = sin(3x) + noise, made here: no download.
@@ -82,4 +80,11 @@ int main(int argc, char** argv) {
   }
   std::cout << "\nloss fell from " << std::setprecision(5) << first << " to " << last << "\n";
   return last < first ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(argc, argv, "recur_demo", "fits y = sin(3x) with a 1-H-1 tanh network trained by SGD.",
+                                declare_options, run);
 }

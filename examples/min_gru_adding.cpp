@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "adding_data.hpp"
-#include "cli.hpp"
+#include "example_main.hpp"
 
 namespace {
 
@@ -135,37 +135,24 @@ Result train(const std::string& name, const Model& model, const Options& o, addi
   return {name, test_mse(), seconds};
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--steps", o.steps, "training steps (one fresh batch each)")->check(positive);
+  app.add_option("--length", o.length, "sequence length T")->check(examples::at_least(4L));
+  app.add_option("--batch", o.batch, "sequences per step")->check(positive);
+  app.add_option("--hidden", o.hidden, "hidden size of both models")->check(positive);
+  app.add_option("--lr", o.lr, "Adam learning rate");
+  app.add_option("--clip", o.clip, "clip gradients to this global norm (0: off)");
+  app.add_option("--gate-bias", o.gate_bias, "initial bias of minGRU's update gate z (negative: keep the state)");
+  app.add_option("--markers", o.markers, "\"halves\" (one mark per half) or \"early\" (both in the first half)")
+      ->check(examples::parses_with(adding::parse_placement, "halves|early"));
+  app.add_option("--test", o.test, "test sequences")->check(positive);
+  app.add_option("--eval-every", o.eval_every, "test every N steps")->check(positive);
+  app.add_option("--seed", o.seed, "random seed");
+}
 
-int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_min_gru_adding",
-                    "Trains a two-layer minGRU, whose time loop is one linear_recurrence op, and an LSTM on the "
-                    "adding problem, on the same batches, and compares their test error with the 0.167 of always "
-                    "predicting 1.");
-  cli.option("--steps", o.steps, "training steps (one fresh batch each)");
-  cli.option("--length", o.length, "sequence length T");
-  cli.option("--batch", o.batch, "sequences per step");
-  cli.option("--hidden", o.hidden, "hidden size of both models");
-  cli.option("--lr", o.lr, "Adam learning rate");
-  cli.option("--clip", o.clip, "clip gradients to this global norm (0: off)");
-  cli.option("--gate-bias", o.gate_bias, "initial bias of minGRU's update gate z (negative: keep the state)");
-  cli.option("--markers", o.markers, "\"halves\" (one mark per half) or \"early\" (both in the first half)");
-  cli.option("--test", o.test, "test sequences");
-  cli.option("--eval-every", o.eval_every, "test every N steps");
-  cli.option("--seed", o.seed, "random seed");
-  cli.parse(argc, argv);
-
-  adding::Placement placement{};
-  try {
-    if (o.steps < 1 || o.length < 4 || o.batch < 1 || o.hidden < 1 || o.test < 1 || o.eval_every < 1)
-      throw std::invalid_argument("--steps, --batch, --hidden, --test, --eval-every must be >= 1 and --length >= 4");
-    placement = adding::parse_placement(o.markers);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "recur_min_gru_adding: %s\n", e.what());
-    return 2;
-  }
-
+int run(const Options& o) {
+  const adding::Placement placement = adding::parse_placement(o.markers);
   Generator test_gen(static_cast<std::uint64_t>(o.seed) + 1000);
   const adding::Batch test_set = adding::make_batch(o.length, o.test, test_gen, placement);
   const double baseline = adding::constant_mse(test_set.targets, 1.0);
@@ -183,4 +170,14 @@ int main(int argc, char** argv) {
   for (const Result& r : results)
     std::printf("%-30s %-15.4f %-10.3f %.1f s\n", r.model.c_str(), r.test_mse, r.test_mse / baseline, r.seconds);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(
+      argc, argv, "recur_min_gru_adding",
+      "Trains a two-layer minGRU, whose time loop is one linear_recurrence op, and an LSTM on the adding problem, on "
+      "the same batches, and compares their test error with the 0.167 of always predicting 1.",
+      declare_options, run);
 }

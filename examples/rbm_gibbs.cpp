@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "example_main.hpp"
 #include "svg.hpp"
 
 namespace {
@@ -240,33 +240,26 @@ int run(const Options& o) {
   return errors.back() < errors.front() ? 0 : 1;
 }
 
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--epochs", o.epochs, "passes over the 510 patterns")->check(positive);
+  app.add_option("--hidden", o.hidden, "hidden units")->check(positive);
+  app.add_option("--k", o.k, "Gibbs steps per CD update")->check(positive);
+  app.add_option("--batch", o.batch, "patterns per update")->check(positive);
+  app.add_option("--lr", o.lr, "learning rate");
+  app.add_option("--momentum", o.momentum, "momentum of the updates");
+  app.add_option("--chain-steps", o.chain_steps, "length of the Gibbs chains run after training")->check(positive);
+  app.add_option("--chains", o.chains, "number of chains run after training")->check(positive);
+  app.add_option("--seed", o.seed, "random seed (data order, initial weights, the random stream)");
+  app.add_option("--out", o.out, "SVG picture to write");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_rbm_gibbs",
-                    "trains an RBM on 8x8 bars and stripes with CD-k (the k Gibbs steps are a scan with a shared "
-                    "random stream), runs long Gibbs chains, and draws data, reconstructions, chain samples and the "
-                    "error curve into an SVG.");
-  cli.option("--epochs", o.epochs, "passes over the 510 patterns");
-  cli.option("--hidden", o.hidden, "hidden units");
-  cli.option("--k", o.k, "Gibbs steps per CD update");
-  cli.option("--batch", o.batch, "patterns per update");
-  cli.option("--lr", o.lr, "learning rate");
-  cli.option("--momentum", o.momentum, "momentum of the updates");
-  cli.option("--chain-steps", o.chain_steps, "length of the Gibbs chains run after training");
-  cli.option("--chains", o.chains, "number of chains run after training");
-  cli.option("--seed", o.seed, "random seed (data order, initial weights, the random stream)");
-  cli.option("--out", o.out, "SVG picture to write");
-  cli.parse(argc, argv);
-  if (o.epochs < 1 || o.hidden < 1 || o.k < 1 || o.batch < 1 || o.chain_steps < 1 || o.chains < 1) {
-    std::fprintf(stderr, "recur_rbm_gibbs: --epochs, --hidden, --k, --batch, --chain-steps, --chains must be >= 1\n");
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  return examples::example_main(
+      argc, argv, "recur_rbm_gibbs",
+      "trains an RBM on 8x8 bars and stripes with CD-k (the k Gibbs steps are a scan with a shared random stream), "
+      "runs long Gibbs chains, and draws data, reconstructions, chain samples and the error curve into an SVG.",
+      declare_options, run);
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "example_main.hpp"
 
 namespace {
 
@@ -195,39 +195,37 @@ void counter_example(const Options& o) {
   }
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--k", o.k, "A^k: the power, the number of scan steps")->check(positive);
+  app.add_option("--n", o.n, "A^k: A = arange(n)")->check(positive);
+  app.add_option("--coefficients", o.coefficients, "polynomial coefficients, constant term first")->delimiter(',');
+  app.add_option("--x", o.x, "polynomial: where it is evaluated");
+  app.add_option("--limit", o.limit, "powers of two: stop after exceeding this");
+  app.add_option("--up-to", o.up_to, "triangular numbers: how many")->check(positive);
+  app.add_option("--counter-steps", o.counter_steps, "shared counter: n_steps of each scan")->check(positive);
+  app.add_option("--calls", o.calls, "shared counter: how many times the scan is called")->check(positive);
+  app.final_callback([&o] {
+    if (o.coefficients.empty()) throw CLI::ValidationError("--coefficients", "needs at least one coefficient");
+  });
+}
 
-int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_seed_examples",
-                    "the small examples of Theano's scan guide run with recur's scan, each printed with what it "
-                    "shows and checked against a hand computation.");
-  cli.option("--k", o.k, "A^k: the power, the number of scan steps");
-  cli.option("--n", o.n, "A^k: A = arange(n)");
-  cli.option("--coefficients", o.coefficients, "polynomial coefficients, constant term first");
-  cli.option("--x", o.x, "polynomial: where it is evaluated");
-  cli.option("--limit", o.limit, "powers of two: stop after exceeding this");
-  cli.option("--up-to", o.up_to, "triangular numbers: how many");
-  cli.option("--counter-steps", o.counter_steps, "shared counter: n_steps of each scan");
-  cli.option("--calls", o.calls, "shared counter: how many times the scan is called");
-  cli.parse(argc, argv);
-  if (o.k < 1 || o.n < 1 || o.up_to < 1 || o.counter_steps < 1 || o.calls < 1 || o.coefficients.empty()) {
-    std::fprintf(stderr, "recur_seed_examples: --k, --n, --up-to, --counter-steps, --calls must be >= 1 and "
-                         "--coefficients not empty\n");
-    return 2;
-  }
-
-  try {
-    power_example(o);
-    polynomial_example(o);
-    powers_of_two_example(o);
-    triangular_example(o);
-    counter_example(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+int run(const Options& o) {
+  power_example(o);
+  polynomial_example(o);
+  powers_of_two_example(o);
+  triangular_example(o);
+  counter_example(o);
   std::printf("\n%s\n", failures == 0 ? "all examples agree with the hand computations"
                                       : "some examples differ from the hand computations");
   return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(argc, argv, "recur_seed_examples",
+                                "the small examples of Theano's scan guide run with recur's scan, each printed with "
+                                "what it shows and checked against a hand computation.",
+                                declare_options, run);
 }

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "example_main.hpp"
 #include "oscillator_data.hpp"
 #include "progress.hpp"
 #include "svg.hpp"
@@ -83,34 +83,26 @@ std::vector<float> predict(const NextValueModel& model, const osc::Sequences& s)
   return to_vector<float>(model(from_vector(s.noisy, {s.length, s.count})).value());
 }
 
-}  // namespace
+void declare_options(CLI::App& app, Options& o) {
+  const auto positive = examples::at_least(1L);
+  app.add_option("--steps", o.steps, "training steps (one minibatch each)")->check(positive);
+  app.add_option("--batch", o.batch, "sequences per minibatch")->check(positive);
+  app.add_option("--length", o.length, "steps per sequence")->check(positive);
+  app.add_option("--hidden", o.hidden, "LSTM hidden size")->check(positive);
+  app.add_option("--lr", o.lr, "Adam learning rate");
+  app.add_option("--noise", o.noise, "standard deviation of the noise added to the inputs")->check(examples::at_least(0.0));
+  app.add_option("--clip", o.clip, "clip gradients to this global norm (0: off)");
+  app.add_option("--train", o.train, "training sequences (>= --batch)");
+  app.add_option("--test", o.test, "test sequences")->check(positive);
+  app.add_option("--eval-every", o.eval_every, "evaluate train and test error every N steps")->check(positive);
+  app.add_option("--seed", o.seed, "random seed");
+  app.add_option("--svg", o.svg, "picture of one test sequence (\"\": none)");
+  app.final_callback([&o] {
+    if (o.train < o.batch) throw CLI::ValidationError("--train", "must be >= --batch (" + std::to_string(o.batch) + ")");
+  });
+}
 
-int main(int argc, char** argv) {
-  Options o;
-  examples::Cli cli("recur_sequence_regression",
-                    "Trains an LSTM to predict the next clean value of noisy damped oscillators with random "
-                    "amplitude, decay, frequency and phase, compares it with the last-noisy-value and zero "
-                    "baselines, and draws one test sequence with the predictions as an SVG.");
-  cli.option("--steps", o.steps, "training steps (one minibatch each)");
-  cli.option("--batch", o.batch, "sequences per minibatch");
-  cli.option("--length", o.length, "steps per sequence");
-  cli.option("--hidden", o.hidden, "LSTM hidden size");
-  cli.option("--lr", o.lr, "Adam learning rate");
-  cli.option("--noise", o.noise, "standard deviation of the noise added to the inputs");
-  cli.option("--clip", o.clip, "clip gradients to this global norm (0: off)");
-  cli.option("--train", o.train, "training sequences");
-  cli.option("--test", o.test, "test sequences");
-  cli.option("--eval-every", o.eval_every, "evaluate train and test error every N steps");
-  cli.option("--seed", o.seed, "random seed");
-  cli.option("--svg", o.svg, "picture of one test sequence (\"\": none)");
-  cli.parse(argc, argv);
-  if (o.steps < 1 || o.batch < 1 || o.length < 1 || o.hidden < 1 || o.train < o.batch || o.test < 1 ||
-      o.eval_every < 1 || !(o.noise >= 0)) {
-    std::fprintf(stderr, "recur_sequence_regression: --steps, --batch, --length, --hidden, --test, --eval-every must "
-                         "be >= 1, --train >= --batch and --noise >= 0\n");
-    return 2;
-  }
-
+int run(const Options& o) {
   Generator data_gen(static_cast<std::uint64_t>(o.seed));
   const osc::Sequences train = osc::make_sequences(o.length, o.train, o.noise, data_gen);
   const osc::Sequences test = osc::make_sequences(o.length, o.test, o.noise, data_gen);
@@ -197,4 +189,15 @@ int main(int argc, char** argv) {
     std::printf("test sequence 0 with the predictions in %s\n", o.svg.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::example_main(
+      argc, argv, "recur_sequence_regression",
+      "Trains an LSTM to predict the next clean value of noisy damped oscillators with random amplitude, decay, "
+      "frequency and phase, compares it with the last-noisy-value and zero baselines, and draws one test sequence "
+      "with the predictions as an SVG.",
+      declare_options, run);
 }

@@ -156,9 +156,9 @@ struct LineChart {
     std::string name;
     std::vector<double> x, y;
   };
-  std::string title, x_label, y_label;
+  std::string title{}, x_label{}, y_label{};  // `{}`: designated initializers may leave any out
   double width = 640, height = 360;
-  std::vector<Series> series;
+  std::vector<Series> series{};
 
   // y[i] at x = x0 + i * dx.
   void add_series(std::string name, std::vector<double> y, double x0 = 0, double dx = 1) {
@@ -239,12 +239,12 @@ struct LineChart {
 // Small images of rows x cols pixels in [0, 1] (0 white, 1 black; binary images are the
 // case of 0s and 1s), laid out `columns` to a row under a title.
 struct ImageGrid {
-  std::string title;
+  std::string title{};  // `{}`: designated initializers may leave it out
   std::int64_t rows = 8, cols = 8;  // pixels of one image
   std::int64_t columns = 8;         // images per row of the grid
   double pixel = 5;                 // side of one pixel
   double gap = 6;                   // between images
-  std::vector<std::vector<double>> images;
+  std::vector<std::vector<double>> images{};
 
   void add(std::vector<double> pixels) {
     if (static_cast<std::int64_t>(pixels.size()) != rows * cols)

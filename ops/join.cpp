@@ -2,8 +2,7 @@
 // are slices, so each has a single code path for values and gradients.
 #include <recur/ops/join.hpp>
 
-#include <boost/container/small_vector.hpp>
-
+#include <recur/core/small_vector.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/indexing_detail.hpp>
 #include <recur/ops/shape.hpp>

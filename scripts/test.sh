@@ -3,7 +3,10 @@
 #  1. build in Release and run the whole suite with ctest,
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. build the thread tests under ThreadSanitizer and run them,
-#  4. install recur and build a tiny consumer project with find_package(recur).
+#  4. install recur, check that the package is relocatable, and build a tiny consumer
+#     project with find_package(recur) from the moved install.
+# Every build is -Wall -Wextra with -Werror (RECUR_WERROR): GCC for steps 1-3, Clang for
+# the fuzz build at the end, so a new warning under either compiler fails CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
@@ -14,12 +17,12 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=include_file_m
 export CMAKE_CXX_COMPILER_LAUNCHER=ccache
 
 echo "== Release build and tests"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF -DRECUR_WERROR=ON
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=ON \
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=ON -DRECUR_WERROR=ON \
       -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_EXAMPLES=OFF
 cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -28,28 +31,37 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== ThreadSanitizer build of the thread tests"
 # Only the library and tests/test_threads*.cpp; OpenBLAS's own threads are not
 # instrumented, so it runs on the calling thread.
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_SANITIZE_THREAD=ON \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_SANITIZE_THREAD=ON -DRECUR_WERROR=ON \
       -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_EXAMPLES=OFF
 cmake --build build-tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs"
 
 echo "== install and find_package(recur) from another project"
-rm -rf build/install build-consumer
+rm -rf build/install build/relocated build-consumer
 cmake --install build --prefix build/install
 # An installed header that includes an internal one would not compile for a consumer.
 if grep -rl '_detail\.hpp>' build/install/include; then
   echo "installed headers above include internal *_detail.hpp headers" >&2
   exit 1
 fi
-cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install"
+# The package names its dependencies as targets that recurConfig.cmake finds again on the
+# consumer's machine (BLAS::BLAS, recur::zip, ...), and its own files relative to
+# ${_IMPORT_PREFIX}: no absolute path (such as /usr/lib/.../libopenblas.so) of this machine.
+if grep -nE '(^|[";:<])/[A-Za-z0-9_.-]' build/install/lib/cmake/recur/recurTargets*.cmake; then
+  echo "the installed recurTargets*.cmake above hard-code absolute paths of the build machine" >&2
+  exit 1
+fi
+# Moved elsewhere, the install still works: nothing in it depends on where it was put.
+mv build/install build/relocated
+cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/relocated"
 cmake --build build-consumer
 ./build-consumer/recur_consumer
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
 echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-      -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF
+      -DRECUR_WERROR=ON -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF
 cmake --build build-fuzz -j"$jobs" --target fuzz_npy fuzz_npz fuzz_checkpoint
 rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint}
 cp tests/data/*.npy tests/data/optim/*.npy build-fuzz/corpus/npy/

@@ -184,7 +184,7 @@ TEST(BadInput, FailedTbpttFeedLeavesTheStreamAsItWas) {
   {
     Shared w(full({}, 0.9, f64), "w");
     nn::TruncatedBptt ref({.k1 = 3}, {full({}, 0.2, f64)}, throwing_rnn(w, &never, &start));
-    ref.feed(xs, Tensor(), [&](const nn::WindowReport& r) {
+    ref.feed(xs, Tensor(), [&](const nn::WindowReport&) {
       expected.push_back(w.grad().item());
       w.zero_grad();
     });

@@ -94,7 +94,9 @@ TEST(CellKernels, PerStepOpsAndTheFusedOpGiveTheSameBits) {
         ASSERT_EQ(a.out.shape(), b.out.shape()) << what;
         EXPECT_EQ(max_abs_diff(a.out, b.out), 0.0) << what;
         EXPECT_EQ(max_abs_diff(a.dx, b.dx), 0.0) << what;
-        if (s.lstm()) EXPECT_EQ(max_abs_diff(a.dc0, b.dc0), 0.0) << what;
+        if (s.lstm()) {
+          EXPECT_EQ(max_abs_diff(a.dc0, b.dc0), 0.0) << what;
+        }
         EXPECT_GT(max_abs_diff(a.dx, zeros_like(a.dx)), 0.0) << what;  // the comparison is not of zeros
       }
 }

@@ -111,11 +111,17 @@ TEST_P(TorchRecurrent, OutputsAndEveryGradientMatch) {
 
   EXPECT_LT(relative_error(out.output.value(), load("output")), tol) << "output";
   EXPECT_LT(relative_error(out.h_n.value(), load("h_n")), tol) << "h_n";
-  if (lstm) EXPECT_LT(relative_error(out.c_n.value(), load("c_n")), tol) << "c_n";
+  if (lstm) {
+    EXPECT_LT(relative_error(out.c_n.value(), load("c_n")), tol) << "c_n";
+  }
   EXPECT_FALSE(lstm && !out.c_n.defined());
   EXPECT_LT(relative_error(x.grad(), load("grad_input")), tol) << "grad_input";
-  if (given) EXPECT_LT(relative_error(h0.grad(), load("grad_h0")), tol) << "grad_h0";
-  if (given && lstm) EXPECT_LT(relative_error(c0.grad(), load("grad_c0")), tol) << "grad_c0";
+  if (given) {
+    EXPECT_LT(relative_error(h0.grad(), load("grad_h0")), tol) << "grad_h0";
+  }
+  if (given && lstm) {
+    EXPECT_LT(relative_error(c0.grad(), load("grad_c0")), tol) << "grad_c0";
+  }
   for (const auto& [name, p] : layer.module->named_parameters())
     EXPECT_LT(relative_error(p.grad(), load("grad_" + name)), tol) << "grad_" << name;
 }

@@ -136,7 +136,9 @@ void check_resume(const Build& build, int first, int extra) {
   ASSERT_EQ(names(state2), names(all_state(*opt, sched.get())));
   restore(state2, saved_state);
   EXPECT_EQ(opt2->steps(), first);
-  if (sched2) EXPECT_EQ(sched2->last_epoch(), first);
+  if (sched2) {
+    EXPECT_EQ(sched2->last_epoch(), first);
+  }
   for (int i = 0; i < extra; ++i) step(fresh, *opt2, sched2.get());
   EXPECT_EQ(testing::flat_values(fresh), straight);
   EXPECT_EQ(opt2->lr(), straight_lr);
@@ -253,7 +255,9 @@ TEST(Optim, ZeroGradDropsEveryGradient) {
   for (std::size_t i = 0; i < params.size(); ++i)
     EXPECT_EQ(max_abs_diff(params[i].second.value(), before[i]), 0.0);
   for (const auto& [name, s] : adam.named_state())
-    if (name != "step" && name != "lr") EXPECT_EQ(max_abs_diff(s.value(), zeros_like(s.value())), 0.0) << name;
+    if (name != "step" && name != "lr") {
+      EXPECT_EQ(max_abs_diff(s.value(), zeros_like(s.value())), 0.0) << name;
+    }
 }
 
 TEST(Optim, SkipsParametersWithoutGradients) {

@@ -42,8 +42,8 @@ struct Case {
   std::string name;
   MakeOptimizer optimizer;
   MakeSchedule schedule = nullptr;
-  std::optional<std::pair<double, double>> clip_norm;  // max_norm, norm_type
-  std::optional<double> clip_value;
+  std::optional<std::pair<double, double>> clip_norm{};  // max_norm, norm_type
+  std::optional<double> clip_value{};
   bool skip = false;  // gradients follow skip_mask.npy
 };
 

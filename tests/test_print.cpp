@@ -65,7 +65,9 @@ TEST(Print, LongRowsWrapAt75Columns) {
             "        26., 27., 28., 29.], dtype=float64, shape=[30])");
   std::istringstream lines(str(arange(1000)));
   for (std::string line; std::getline(lines, line);)
-    if (line.find("dtype=") == std::string::npos) EXPECT_LE(line.size(), 75u) << line;
+    if (line.find("dtype=") == std::string::npos) {
+      EXPECT_LE(line.size(), 75u) << line;
+    }
 }
 
 TEST(Print, SummarisesMoreThan1000Elements) {

@@ -21,12 +21,6 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 #define EXPECT_SAME_BITS(a, b) EXPECT_TRUE(same_bits(a, b)) << (a) << "\nvs\n" << (b)
 
-Generator generator_at(const Shared& state) {
-  Generator g(0);
-  g.set_state(state.value());
-  return g;
-}
-
 TEST(RandomStream, EagerDrawsFollowOneGenerator) {
   RandomStream trng(7);
   Generator g(7);

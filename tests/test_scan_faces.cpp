@@ -83,14 +83,16 @@ TEST(ScanFaces, TheanoMessagesNameTheEntryPointCalled) {
   expect_clean_failure<ShapeError>(tape, [&] { theano::map(grows, {x}); }, {"recur::theano::map: ", "iteration 1"});
   expect_clean_failure<ShapeError>(tape, [&] { map(grows, {x}); }, {"recur::map: ", "iteration 1"});
   auto two_outputs = [](S a) { return StepResult{a[0], a[1]}; };  // outputs_info describes one
+  // fn = fn: Clang 14 cannot capture a structured binding.
   for (auto [fn, face] : {std::pair{&theano::reduce, "recur::theano::reduce: "}, {&reduce, "recur::reduce: "}})
-    expect_clean_failure<ValueError>(tape, [&] { fn(two_outputs, {x}, {zero}, {}, false); }, {face, "returned 2"});
+    expect_clean_failure<ValueError>(tape, [&, fn = fn] { fn(two_outputs, {x}, {zero}, {}, false); },
+                                     {face, "returned 2"});
   using Fold = ScanResult (*)(const StepFn&, std::vector<Sequence>, std::vector<OutputInfo>, std::vector<Var>);
   for (auto [fn, face] : {std::pair<Fold, const char*>{&theano::foldl, "recur::theano::foldl: "},
                           {&foldl, "recur::foldl: "},
                           {&theano::foldr, "recur::theano::foldr: "},
                           {&foldr, "recur::foldr: "}})
-    expect_clean_failure<ValueError>(tape, [&] { fn(two_outputs, {x}, {zero}, {}); }, {face, "returned 2"});
+    expect_clean_failure<ValueError>(tape, [&, fn = fn] { fn(two_outputs, {x}, {zero}, {}); }, {face, "returned 2"});
 }
 
 TEST(ScanFaces, JaxAndOnnxMessagesNameTheEntryPointCalled) {

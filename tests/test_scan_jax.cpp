@@ -254,7 +254,7 @@ TEST(ScanJax, CarryShapeChangeNamesTheLeaf) {
   }, {"recur::scan (jax)", "carry[1]", "iteration 0", "[4]", "[2]"});
   // dtype counts too.
   expect_clean_failure<ShapeError>(tape, [&] {
-    scan([](const Var& c, const Var& x) { return std::pair{Var(zeros({2}, DType::float32)), x}; }, h, xs);
+    scan([](const Var&, const Var& x) { return std::pair{Var(zeros({2}, DType::float32)), x}; }, h, xs);
   }, {"carry", "float32", "float64"});
 }
 

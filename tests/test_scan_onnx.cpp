@@ -211,7 +211,7 @@ TEST(ScanOnnx, StateShapeChange) {
   expect_clean_failure<ShapeError>(tape, [&] { onnx_scan([](S a) { return std::vector<Var>{concat({a[0], a[1]})}; }, {h}, {x}); },
                                    {"state 0", "iteration 0", "[4]", "[2]"});
   expect_clean_failure<ShapeError>(tape, [&] {
-    onnx_scan([](S a) { return std::vector<Var>{Var(zeros({2}, DType::float32))}; }, {h}, {x});
+    onnx_scan([](S) { return std::vector<Var>{Var(zeros({2}, DType::float32))}; }, {h}, {x});
   }, {"state 0", "float32", "float64"});
 }
 

@@ -48,7 +48,7 @@ TEST(Threads, TwoThreadsTrainOneSetOfSharedVariables) {
   // Two threads, each with its own tapes, accumulating into the same Shared gradients.
   auto [w, b] = init();
   std::barrier sync(2, []() noexcept {});
-  auto worker = [&](int t) {
+  auto worker = [&, &w = w, &b = b](int t) {  // init-captures: Clang 14 cannot capture structured bindings
     for (int s = 0; s < kSteps; ++s) {
       {
         Tape tape;

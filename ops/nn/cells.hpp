@@ -17,7 +17,7 @@ namespace recur::nn {
 enum class CellKind { rnn, lstm, gru };
 
 struct CellWeights {
-  Var w_ih, w_hh, b_ih, b_hh;
+  Var w_ih{}, w_hh{}, b_ih{}, b_hh{};  // `{}`: designated initializers may leave the biases out
 };
 
 struct LstmState {

@@ -38,11 +38,13 @@ namespace recur {
 struct NoXs {};
 inline constexpr NoXs no_xs{};
 
+// Every member has a default (`{}` at least): designated initializers may leave any out
+// without GCC's -Wmissing-field-initializers.
 struct JaxScanOptions {
-  std::optional<std::int64_t> length;   // must agree with xs; required without xs
+  std::optional<std::int64_t> length{};  // must agree with xs; required without xs
   bool reverse = false;
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
-  Checkpoint checkpoint;                // recompute instead of keeping every step
+  Checkpoint checkpoint{};              // recompute instead of keeping every step
 };
 
 // ---- trees: a structure of Vars <-> its leaves in order ----------------------------------

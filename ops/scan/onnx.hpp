@@ -24,20 +24,22 @@
 
 namespace recur {
 
+// Every member has a default (`{}` at least): designated initializers may leave any out
+// without GCC's -Wmissing-field-initializers.
 struct OnnxScanOptions {
   // Per scan input, the axis iterated over; negative counts from the back. Empty: all 0.
-  std::vector<std::int64_t> scan_input_axes;
+  std::vector<std::int64_t> scan_input_axes{};
   // Per scan input: 0 forward, 1 reverse (from the last element to the first). Empty: all 0.
-  std::vector<std::int64_t> scan_input_directions;
+  std::vector<std::int64_t> scan_input_directions{};
   // Per scan output, the axis its elements are stacked along; negative counts from the back
   // of the stacked output (rank of an element + 1). Empty: all 0.
-  std::vector<std::int64_t> scan_output_axes;
+  std::vector<std::int64_t> scan_output_axes{};
   // Per scan output: 0 appends each element, 1 prepends it (the output is in reverse order
   // of iteration). Empty: all 0.
-  std::vector<std::int64_t> scan_output_directions;
+  std::vector<std::int64_t> scan_output_directions{};
   // Not in ONNX; as in every face of recur's scan.
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
-  Checkpoint checkpoint;                // recompute instead of keeping every step
+  Checkpoint checkpoint{};              // recompute instead of keeping every step
 };
 
 using OnnxBody = std::function<std::vector<Var>(std::span<const Var>)>;

@@ -43,17 +43,19 @@ struct OutputInfo {
       : initial(std::move(init)), taps(std::move(t)), tap_axis(!(taps.size() == 1 && taps[0] == -1)) {}
 };
 
+// Every member has a default (`{}` at least): designated initializers may leave any out
+// without GCC's -Wmissing-field-initializers.
 struct ScanOptions {
-  std::vector<Sequence> sequences;
+  std::vector<Sequence> sequences{};
   // Empty: every output fn returns is not fed back (their number comes from fn).
-  std::vector<OutputInfo> outputs_info;
-  std::vector<Var> non_sequences;
-  std::optional<std::int64_t> n_steps;  // negative: run backwards; with until: the maximum
+  std::vector<OutputInfo> outputs_info{};
+  std::vector<Var> non_sequences{};
+  std::optional<std::int64_t> n_steps{};  // negative: run backwards; with until: the maximum
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
   bool go_backwards = false;
   bool strict = false;                  // fn may use only what is passed to scan
   Keep keep = Keep::all;                // Keep::last: return only each output's last value
-  Checkpoint checkpoint;                // recompute instead of keeping every step
+  Checkpoint checkpoint{};              // recompute instead of keeping every step
 };
 
 struct ScanResult {
