@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): install what is missing, then
-#  1. build in Release and run the whole suite with ctest,
+#  1. build in Release and run the whole suite with ctest (the README's and the guide's
+#     code blocks included), then build the API reference (Doxygen, warnings are errors),
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. build the thread tests under ThreadSanitizer and run them,
 #  4. install recur and build a tiny consumer project with find_package(recur).
@@ -17,6 +18,9 @@ echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== API reference (Doxygen over the public headers; any warning fails)"
+bash scripts/api_docs.sh
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=ON \
