@@ -113,13 +113,8 @@ struct Neg {
 
 }  // namespace
 
-RECUR_EXPOSE_BINARY(add, Binary<AddF>{})
-RECUR_EXPOSE_BINARY(sub, Binary<SubF>{})
-RECUR_EXPOSE_BINARY(mul, Binary<MulF>{})
-RECUR_EXPOSE_BINARY(div, Binary<DivF>{})
-RECUR_EXPOSE_BINARY(pow, Binary<PowF>{})
-RECUR_EXPOSE_BINARY(maximum, Binary<MaximumF>{})
-RECUR_EXPOSE_BINARY(minimum, Binary<MinimumF>{})
+RECUR_EXPOSE_FAMILY(RECUR_EXPOSE_BINARY, Binary, (add, AddF), (sub, SubF), (mul, MulF), (div, DivF), (pow, PowF),
+                    (maximum, MaximumF), (minimum, MinimumF))
 RECUR_EXPOSE_UNARY(neg, Neg{})
 
 template <TensorOrVar V>

@@ -4,20 +4,11 @@
 // operand's dtype). Both operands must have the same floating dtype.
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
+#include <recur/ops/declare.hpp>
 
 namespace recur {
 
-#define RECUR_DECLARE_BINARY(fn)                 \
-  Tensor fn(const Tensor& a, const Tensor& b); \
-  Var fn(const Var& a, const Var& b);
-RECUR_DECLARE_BINARY(add)
-RECUR_DECLARE_BINARY(sub)
-RECUR_DECLARE_BINARY(mul)
-RECUR_DECLARE_BINARY(div)
-RECUR_DECLARE_BINARY(pow)
-RECUR_DECLARE_BINARY(maximum)
-RECUR_DECLARE_BINARY(minimum)
-#undef RECUR_DECLARE_BINARY
+RECUR_DECLARE_BINARY_OPS(add, sub, mul, div, pow, maximum, minimum)
 
 Tensor neg(const Tensor& x);
 Var neg(const Var& x);

@@ -5,19 +5,11 @@
 // a and b.
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
+#include <recur/ops/declare.hpp>
 
 namespace recur {
 
-#define RECUR_DECLARE_COMPARISON(fn)           \
-  Tensor fn(const Tensor& a, const Tensor& b); \
-  Var fn(const Var& a, const Var& b);
-RECUR_DECLARE_COMPARISON(equal)
-RECUR_DECLARE_COMPARISON(not_equal)
-RECUR_DECLARE_COMPARISON(less)
-RECUR_DECLARE_COMPARISON(less_equal)
-RECUR_DECLARE_COMPARISON(greater)
-RECUR_DECLARE_COMPARISON(greater_equal)
-#undef RECUR_DECLARE_COMPARISON
+RECUR_DECLARE_BINARY_OPS(equal, not_equal, less, less_equal, greater, greater_equal)
 
 Tensor where(const Tensor& mask, const Tensor& a, const Tensor& b);
 Var where(const Var& mask, const Var& a, const Var& b);

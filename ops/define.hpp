@@ -2,6 +2,10 @@
 // Helpers for writing ops. An op file defines a struct (name, forward, backward side by
 // side; see autodiff/op_box.hpp) and exposes it twice: on Tensors (values only) and on
 // Vars (recorded). RECUR_EXPOSE_* write those two one-line definitions.
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/tuple/elem.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
 #include <recur/autodiff/record.hpp>
 #include <recur/core/elementwise.hpp>
 
@@ -13,6 +17,16 @@
 #define RECUR_EXPOSE_BINARY(fn, OpExpr)                                                      \
   Tensor fn(const Tensor& a, const Tensor& b) { return (OpExpr).forward(a, b); } \
   Var fn(const Var& a, const Var& b) { return record(OpExpr, a, b); }
+
+// One RECUR_EXPOSE_UNARY or RECUR_EXPOSE_BINARY per member of a family template:
+//   RECUR_EXPOSE_FAMILY(RECUR_EXPOSE_UNARY, Unary, (exp, ExpF), (log, LogF))
+// is RECUR_EXPOSE_UNARY(exp, Unary<ExpF>{}) RECUR_EXPOSE_UNARY(log, Unary<LogF>{}).
+#define RECUR_DETAIL_EXPOSE_MEMBER(r, expose_and_family, name_and_functor)                 \
+  BOOST_PP_TUPLE_ELEM(2, 0, expose_and_family)                                             \
+  (BOOST_PP_TUPLE_ELEM(2, 0, name_and_functor),                                            \
+   BOOST_PP_TUPLE_ELEM(2, 1, expose_and_family) < BOOST_PP_TUPLE_ELEM(2, 1, name_and_functor) > {})
+#define RECUR_EXPOSE_FAMILY(expose, Family, ...) \
+  BOOST_PP_SEQ_FOR_EACH(RECUR_DETAIL_EXPOSE_MEMBER, (expose, Family), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))
 
 namespace recur {
 // For rules whose gradient is a small part of a large input: in plain backward, calls

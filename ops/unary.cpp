@@ -119,14 +119,8 @@ struct Clip {
 
 }  // namespace
 
-RECUR_EXPOSE_UNARY(exp, Unary<ExpF>{})
-RECUR_EXPOSE_UNARY(log, Unary<LogF>{})
-RECUR_EXPOSE_UNARY(sqrt, Unary<SqrtF>{})
-RECUR_EXPOSE_UNARY(abs, Unary<AbsF>{})
-RECUR_EXPOSE_UNARY(tanh, Unary<TanhF>{})
-RECUR_EXPOSE_UNARY(sigmoid, Unary<SigmoidF>{})
-RECUR_EXPOSE_UNARY(relu, Unary<ReluF>{})
-RECUR_EXPOSE_UNARY(softplus, Unary<SoftplusF>{})
+RECUR_EXPOSE_FAMILY(RECUR_EXPOSE_UNARY, Unary, (exp, ExpF), (log, LogF), (sqrt, SqrtF), (abs, AbsF), (tanh, TanhF),
+                    (sigmoid, SigmoidF), (relu, ReluF), (softplus, SoftplusF))
 
 Tensor clip(const Tensor& x, double lo, double hi) { return Clip{lo, hi}.forward(x); }
 Var clip(const Var& x, double lo, double hi) { return record(Clip{lo, hi}, x); }

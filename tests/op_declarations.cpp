@@ -76,6 +76,17 @@ std::string expand_macros(const std::string& text) {
     logical.clear();
   }
   for (const auto& [name, body] : objects) code = std::regex_replace(code, std::regex("\\b" + name + "\\b"), body);
+  // The list macros of ops/declare.hpp (defined in another header): one Var form per name.
+  static const std::regex declare_list(R"(\bRECUR_DECLARE_(?:UNARY|BINARY)_OPS\s*\(([^()]*)\))");
+  std::string listed;
+  auto rest = code.cbegin();
+  for (std::sregex_iterator it(code.begin(), code.end(), declare_list), end; it != end; ++it) {
+    listed.append(rest, (*it)[0].first);
+    for (const auto& fn : split_list((*it)[1])) listed += "Var " + fn + "(const Var& x);\n";
+    rest = (*it)[0].second;
+  }
+  listed.append(rest, code.cend());
+  code = std::move(listed);
   for (int pass = 0; pass < 4; ++pass) {  // macros invoking macros
     for (const auto& [name, macro] : macros) {
       const std::regex call("\\b" + name + R"(\s*\(([^()]*)\))");

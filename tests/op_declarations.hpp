@@ -3,8 +3,8 @@
 // namespace scope in recur or recur::nn (not in a nested namespace such as detail, not a
 // class member) whose result is a Var or holds Vars: Var, std::vector<Var>, the structs of
 // Vars ops return (LstmState, ScanResult, OnnxScanResult), and `V` in a template over
-// `TensorOrVar V`. Declarations made by function-like macros (RECUR_DECLARE_UNARY(exp))
-// are expanded first. Overloads share one name: operator+ is one op.
+// `TensorOrVar V`. Declarations made by function-like macros defined in the header, and by
+// the list macros of ops/declare.hpp (RECUR_DECLARE_UNARY_OPS(exp, log)), are expanded first. Overloads share one name: operator+ is one op.
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -93,6 +93,7 @@ TEST(GradTableCoverage, ReaderFindsEveryKindOfDeclaration) {
 namespace recur {
 DECLARE_PAIR(from_macro)  // Var not_a_comment(const Var&);
 #undef DECLARE_PAIR
+RECUR_DECLARE_BINARY_OPS(listed_a, listed_b)
 Var plain(const Var& x, const Axes& axes = {}, bool keepdims = false);
 std::vector<Var> pieces(const Var& x);
 Tensor values_only(const Tensor& x);
@@ -119,7 +120,7 @@ Var elsewhere(const Var& x);
 }
 )";
   const auto ops = names_of(var_ops_in_header_text(header, "test.hpp"));
-  EXPECT_EQ(ops, (std::vector<std::string>{"from_macro", "plain", "pieces", "operator+", "either", "cell"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{"from_macro", "listed_a", "listed_b", "plain", "pieces", "operator+", "either", "cell"}));
 }
 
 TEST(GradTableCoverage, ReaderFindsTheLibrarysOps) {

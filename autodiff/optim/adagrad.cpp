@@ -4,7 +4,8 @@
 
 namespace recur::optim {
 
-Adagrad::Adagrad(NamedShared parameters, AdagradOptions options)
+template <>
+OptimizerOf<AdagradOptions>::OptimizerOf(NamedShared parameters, AdagradOptions options)
     : OptimizerWithOptions("Adagrad", std::move(parameters), options,
                            {{"sum", true, options.initial_accumulator_value}}) {
   check_hyperparameter("Adagrad", "lr_decay", options.lr_decay >= 0, ">= 0", options.lr_decay);
@@ -14,7 +15,8 @@ Adagrad::Adagrad(NamedShared parameters, AdagradOptions options)
   check_hyperparameter("Adagrad", "eps", options.eps >= 0, ">= 0", options.eps);
 }
 
-void Adagrad::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
+template <>
+void OptimizerOf<AdagradOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
   const AdagradOptions o = options();
   const double clr = lr / (1 + static_cast<double>(t - 1) * o.lr_decay);
   detail::with_flags([&](auto decay) {

@@ -17,14 +17,10 @@ struct AdagradOptions {
   double eps = 1e-10;
 };
 
-class Adagrad : public OptimizerWithOptions<AdagradOptions> {
- public:
-  // ValueError naming "Adagrad" and the argument: lr, lr_decay, weight_decay,
-  // initial_accumulator_value or eps < 0.
-  Adagrad(NamedShared parameters, AdagradOptions options = {});
-
- protected:
-  void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
-};
+// Adagrad(parameters, options): ValueError naming "Adagrad" and the argument: lr, lr_decay, weight_decay,
+// initial_accumulator_value or eps < 0.
+using Adagrad = OptimizerOf<AdagradOptions>;
+template <> OptimizerOf<AdagradOptions>::OptimizerOf(NamedShared parameters, AdagradOptions options);
+template <> void OptimizerOf<AdagradOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr);
 
 }  // namespace recur::optim

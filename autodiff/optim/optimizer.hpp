@@ -115,4 +115,17 @@ class OptimizerWithOptions : public Optimizer {
   Options options_;
 };
 
+// An optimizer that is nothing but its options and its per-parameter rule (SGD, Adagrad,
+// RMSprop): `using Adagrad = OptimizerOf<AdagradOptions>;`. Its header declares the two
+// members' specializations, its .cpp defines them: the constructor names the optimizer and
+// its state buffers and checks the options; update() is the rule.
+template <class Options>
+class OptimizerOf final : public OptimizerWithOptions<Options> {
+ public:
+  explicit OptimizerOf(NamedShared parameters, Options options = {});
+
+ protected:
+  void update(Optimizer::Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
+};
+
 }  // namespace recur::optim

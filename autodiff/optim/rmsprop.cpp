@@ -4,7 +4,8 @@
 
 namespace recur::optim {
 
-RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
+template <>
+OptimizerOf<RMSpropOptions>::OptimizerOf(NamedShared parameters, RMSpropOptions options)
     : OptimizerWithOptions("RMSprop", std::move(parameters), options,
                            {{"square_avg"},
                             {"momentum_buffer", options.momentum > 0},
@@ -15,7 +16,8 @@ RMSprop::RMSprop(NamedShared parameters, RMSpropOptions options)
   check_hyperparameter("RMSprop", "momentum", options.momentum >= 0, ">= 0", options.momentum);
 }
 
-void RMSprop::update(Slot& slot, const Tensor& grad, std::int64_t, double lr) {
+template <>
+void OptimizerOf<RMSpropOptions>::update(Slot& slot, const Tensor& grad, std::int64_t, double lr) {
   const RMSpropOptions o = options();
   detail::with_flags([&](auto decay, auto momentum, auto centered) {
     update_elements(slot, grad, [=](auto& p, auto g, auto& square_avg, auto& momentum_buffer, auto& grad_avg) {

@@ -18,14 +18,10 @@ struct RMSpropOptions {
   bool centered = false;
 };
 
-class RMSprop : public OptimizerWithOptions<RMSpropOptions> {
- public:
-  // ValueError naming "RMSprop" and the argument: lr, alpha, eps, weight_decay or
-  // momentum < 0.
-  RMSprop(NamedShared parameters, RMSpropOptions options = {});
-
- protected:
-  void update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
-};
+// RMSprop(parameters, options): ValueError naming "RMSprop" and the argument: lr, alpha, eps, weight_decay or
+// momentum < 0.
+using RMSprop = OptimizerOf<RMSpropOptions>;
+template <> OptimizerOf<RMSpropOptions>::OptimizerOf(NamedShared parameters, RMSpropOptions options);
+template <> void OptimizerOf<RMSpropOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr);
 
 }  // namespace recur::optim

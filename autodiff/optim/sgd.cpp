@@ -2,7 +2,8 @@
 
 namespace recur::optim {
 
-SGD::SGD(NamedShared parameters, SGDOptions options)
+template <>
+OptimizerOf<SGDOptions>::OptimizerOf(NamedShared parameters, SGDOptions options)
     : OptimizerWithOptions("SGD", std::move(parameters), options,
                            {{"momentum_buffer", options.momentum != 0}}) {
   check_hyperparameter("SGD", "momentum", options.momentum >= 0, ">= 0", options.momentum);
@@ -13,7 +14,8 @@ SGD::SGD(NamedShared parameters, SGDOptions options)
                      options.momentum, " and dampening ", options.dampening);
 }
 
-void SGD::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
+template <>
+void OptimizerOf<SGDOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr) {
   const SGDOptions o = options();
   detail::with_flags([&](auto decay, auto momentum, auto nesterov, auto first) {
     update_elements(slot, grad, [=](auto& p, auto g, auto& buffer) {
