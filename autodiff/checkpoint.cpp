@@ -1,10 +1,9 @@
 #include <recur/autodiff/checkpoint.hpp>
 
-#include <map>
 #include <set>
 #include <string_view>
 
-#include <recur/autodiff/shared_lock.hpp>
+#include <recur/autodiff/npz_variables_detail.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/npz.hpp>
 
@@ -41,7 +40,7 @@ std::vector<Slot> slots_of(const TrainingState& state, std::string_view op) {
   return slots;
 }
 
-// The variables among `slots`, to be locked together.
+// The variables among `slots`, in order, to be read or assigned together.
 std::vector<Shared> variables_of(const std::vector<Slot>& slots) {
   std::vector<Shared> out;
   for (const Slot& s : slots)
@@ -51,26 +50,10 @@ std::vector<Shared> variables_of(const std::vector<Slot>& slots) {
 
 Tensor int64_scalar(std::int64_t v) { return from_vector<std::int64_t>({v}, {}); }
 
-std::string quoted(const fs::path& path) {
-  std::string s = "'";
-  return s.append(path.string()).append("'");
-}
-
 // A member that must be there with this dtype and shape.
 void check_member(const fs::path& path, const std::string& member, const Tensor& t, DType dtype, const Shape& shape,
                   const char* holder) {
-  if (t.dtype() != dtype)
-    fail<DTypeError>("load_checkpoint", quoted(path), ": member '", member, "' is ", t.dtype(), " in the file, ",
-                     holder, " is ", dtype);
-  if (t.shape() != shape)
-    fail<ShapeError>("load_checkpoint", quoted(path), ": member '", member, "' has shape ", to_string(t.shape()),
-                     " in the file, ", holder, " has shape ", to_string(shape));
-}
-
-std::string listed(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
-  return out;
+  detail::check_member("load_checkpoint", path, member, t, dtype, shape, holder);
 }
 
 }  // namespace
@@ -78,52 +61,42 @@ std::string listed(const std::vector<std::string>& names) {
 void save_checkpoint(const fs::path& path, const TrainingState& state) {
   NamedTensors arrays{{"meta/format", int64_scalar(kCheckpointFormat)}, {"meta/step", int64_scalar(state.step)}};
   const std::vector<Slot> slots = slots_of(state, "save_checkpoint");
-  {
-    // All values read under one lock: an optimizer step on another thread (which holds
-    // the same locks) lands wholly before or after. The file is written after, from the
-    // values read, which later steps copy before writing.
-    const SharedLock lock(variables_of(slots));
-    for (const Slot& s : slots) arrays.emplace_back(s.member, s.generator ? s.generator->state() : lock.value(s.shared));
-  }
+  // All values read together: an optimizer step on another thread lands wholly before or
+  // after. The file is written after, from the values read.
+  const std::vector<Tensor> values = detail::read_together(variables_of(slots));
+  std::size_t v = 0;
+  for (const Slot& s : slots) arrays.emplace_back(s.member, s.generator ? s.generator->state() : values[v++]);
   save_npz(path, arrays);
 }
 
 void load_checkpoint(const fs::path& path, TrainingState& state) {
   std::vector<Slot> slots = slots_of(state, "load_checkpoint");
-  const NamedTensors arrays = load_npz(path);
-  std::map<std::string, const Tensor*> in_file;
-  for (const auto& [name, t] : arrays) in_file.emplace(name, &t);
+  const TensorMap in_file = load_npz_map(path);
 
   // The format first: it tells a foreign .npz from a checkpoint of other variables.
   const auto format = in_file.find("meta/format");
   if (format == in_file.end())
-    fail<ValueError>("load_checkpoint", quoted(path), ": not a recur checkpoint (no member 'meta/format')");
-  check_member(path, "meta/format", *format->second, DType::int64, {}, "the format version");
-  const std::int64_t version = format->second->item<std::int64_t>();
+    fail<ValueError>("load_checkpoint", detail::quoted(path), ": not a recur checkpoint (no member 'meta/format')");
+  check_member(path, "meta/format", format->second, DType::int64, {}, "the format version");
+  const std::int64_t version = format->second.item<std::int64_t>();
   if (version != kCheckpointFormat)
-    fail<ValueError>("load_checkpoint", quoted(path), ": checkpoint format version ", version,
+    fail<ValueError>("load_checkpoint", detail::quoted(path), ": checkpoint format version ", version,
                      " is not supported (this build reads version ", kCheckpointFormat, ")");
 
-  std::vector<std::string> missing, extra;
-  std::set<std::string> expected{"meta/format", "meta/step"};
+  std::set<std::string, std::less<>> expected{"meta/format", "meta/step"};
   for (const Slot& s : slots) expected.insert(s.member);
-  for (const auto& name : expected)
-    if (!in_file.count(name)) missing.push_back(name);
-  for (const auto& [name, t] : arrays)
-    if (!expected.count(name)) extra.push_back(name);
-  if (!missing.empty() || !extra.empty())
-    fail<ValueError>("load_checkpoint", quoted(path), ": the checkpoint does not match the training state: ",
-                     missing.empty() ? "" : "missing members " + listed(missing),
-                     missing.empty() || extra.empty() ? "" : "; ",
-                     extra.empty() ? "" : "members the state lacks " + listed(extra));
+  if (const detail::MemberMismatch m = detail::compare_members(in_file, expected); !m.empty())
+    fail<ValueError>("load_checkpoint", detail::quoted(path), ": the checkpoint does not match the training state: ",
+                     m.describe("missing members", "members the state lacks"));
 
-  const Tensor& step = *in_file.at("meta/step");
+  const Tensor& step = in_file.at("meta/step");
   check_member(path, "meta/step", step, DType::int64, {}, "the step");
   // Generators are set on copies first: a state the engine rejects must not leave half the
   // generators restored.
   std::vector<Generator> restored;
+  std::vector<Tensor> values;
   for (const Slot& s : slots) {
-    const Tensor& t = *in_file.at(s.member);
+    const Tensor& t = in_file.at(s.member);
     if (s.generator) {
       const Tensor now = s.generator->state();
       check_member(path, s.member, t, now.dtype(), now.shape(), "the generator's state");
@@ -131,21 +104,20 @@ void load_checkpoint(const fs::path& path, TrainingState& state) {
       try {
         restored.back().set_state(t);
       } catch (const Error& e) {
-        fail<ValueError>("load_checkpoint", quoted(path), ": member '", s.member, "': ", e.what());
+        fail<ValueError>("load_checkpoint", detail::quoted(path), ": member '", s.member, "': ", e.what());
       }
     } else {
       check_member(path, s.member, t, s.shared.dtype(), s.shared.shape(), "the variable");
+      values.push_back(t);
     }
   }
 
-  // All variables assigned under one lock, as save reads them: a step on another thread
-  // sees the checkpoint's state whole or not at all.
-  const SharedLock lock(variables_of(slots));
+  // All variables assigned together, as save reads them: a step on another thread sees
+  // the checkpoint's state whole or not at all.
+  detail::assign_together(variables_of(slots), values);
   std::size_t g = 0;
-  for (Slot& s : slots) {
+  for (Slot& s : slots)
     if (s.generator) *s.generator = restored[g++];
-    else lock.assign(s.shared, *in_file.at(s.member));
-  }
   state.step = step.item<std::int64_t>();
 }
 

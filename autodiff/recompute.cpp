@@ -7,16 +7,47 @@
 namespace recur {
 namespace detail {
 
+Recompute::~Recompute() = default;
+
 void Recompute::release(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep) {
   std::sort(keep.begin(), keep.end());
-  std::erase_if(ranges_, [&](const Range& r) { return r.begin >= begin && r.end <= end; });
+  forget_inside(begin, end);
   auto at = std::lower_bound(ranges_.begin(), ranges_.end(), begin,
                              [](const Range& r, std::uint32_t b) { return r.begin < b; });
   release(*ranges_.insert(at, Range{begin, end, std::move(keep)}));
 }
 
+Chain& Recompute::add_chain(std::uint32_t begin, ChainPolicy policy) {
+  return *chains_.emplace_back(std::make_unique<Chain>(nodes_, *this, begin, policy));
+}
+
+void Recompute::remove_chain(const Chain* chain) {
+  std::erase_if(chains_, [&](const auto& c) { return c.get() == chain; });
+}
+
+std::vector<ChainStats> Recompute::chain_stats() const {
+  std::vector<ChainStats> out;
+  for (const auto& c : chains_) out.push_back(c->stats());
+  return out;
+}
+
+void Recompute::forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except) {
+  std::erase_if(ranges_, [&](const Range& r) { return r.begin >= begin && r.end <= end; });
+  // A chain still recording is an enclosing scan's (it may begin where an inner one does).
+  std::erase_if(chains_, [&](const auto& c) {
+    return c.get() != except && c->finished() && c->begin() >= begin && c->end() <= end;
+  });
+}
+
 void Recompute::truncate(std::uint32_t size) {
   while (!ranges_.empty() && ranges_.back().end > size) ranges_.pop_back();
+  std::erase_if(chains_, [&](const auto& c) { return c->begin() > size || c->end() > size; });
+}
+
+Chain* Recompute::chain_of(std::uint32_t id) {
+  for (auto& c : chains_)
+    if (c->contains(id)) return c.get();
+  return nullptr;
 }
 
 void Recompute::release(Range& range) {
@@ -48,13 +79,18 @@ void Recompute::rematerialize(Range& range) {
 void Recompute::ensure_value(std::uint32_t id) {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), id,
                              [](std::uint32_t i, const Range& r) { return i < r.begin; });
-  if (it == ranges_.begin() || id >= std::prev(it)->end)
+  if (it == ranges_.begin() || id >= std::prev(it)->end) {
+    if (Chain* chain = chain_of(id)) return chain->ensure_value(id);
     fail<ValueError>("backward", "the value of node ", id, " was released and belongs to no checkpoint segment");
+  }
   rematerialize(*std::prev(it));
 }
 
 void Recompute::ensure_node(const Node& n, std::uint32_t i) {
-  if (n.op && !n.value.defined()) ensure_value(i);
+  // A chain replays the node's whole step even when its value is held (a snapshot): the
+  // rule may need what the step computed before it.
+  if (Chain* chain = n.op ? chain_of(i) : nullptr) chain->ensure_step_of(i);
+  else if (n.op && !n.value.defined()) ensure_value(i);
   ensure_inputs(n);
 }
 
@@ -66,11 +102,13 @@ void Recompute::ensure_inputs(const Node& n) {
 void Recompute::release_above(std::uint32_t i) {
   for (auto& range : ranges_)
     if (range.materialized && range.begin > i) release(range);
+  for (auto& chain : chains_) chain->release_above(i);
 }
 
 void Recompute::release_all() {
   for (auto& range : ranges_)
     if (range.materialized) release(range);
+  for (auto& chain : chains_) chain->release_all();
 }
 
 }  // namespace detail
@@ -78,6 +116,19 @@ void Recompute::release_all() {
 void TapeAccess::release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep) {
   if (!tape.recompute_) tape.recompute_ = std::make_unique<detail::Recompute>(tape.nodes_);
   tape.recompute_->release(begin, end, std::move(keep));
+}
+
+detail::Chain& TapeAccess::begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy) {
+  if (!tape.recompute_) tape.recompute_ = std::make_unique<detail::Recompute>(tape.nodes_);
+  return tape.recompute_->add_chain(begin, policy);
+}
+
+void TapeAccess::drop_chain(Tape& tape, const detail::Chain* chain) {
+  if (tape.recompute_) tape.recompute_->remove_chain(chain);
+}
+
+std::vector<detail::ChainStats> TapeAccess::chain_stats(const Tape& tape) {
+  return tape.recompute_ ? tape.recompute_->chain_stats() : std::vector<detail::ChainStats>{};
 }
 
 void TapeAccess::share_value(Tape& tape, std::uint32_t id, const Tensor& view) {

@@ -3,20 +3,30 @@
 // and are recomputed, by replaying each op on its inputs, when a backward pass needs them;
 // the pass releases them again when it leaves them behind.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <recur/autodiff/node_store.hpp>
+#include <recur/autodiff/revolve_chain_detail.hpp>
 
 namespace recur::detail {
 
 class Recompute {
  public:
   explicit Recompute(NodeStore& nodes) : nodes_(nodes) {}
+  ~Recompute();
 
-  bool empty() const { return ranges_.empty(); }
+  bool empty() const { return ranges_.empty() && chains_.empty(); }
   // Releases op nodes [begin, end) except `keep`. A range may enclose earlier ones (a
   // checkpointed scan inside another): it replaces them.
   void release(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
+  // A chain of steps from node `begin` on, reversed by revolve (autodiff/revolve_chain_detail.hpp).
+  // It lives until the tape drops its nodes or an enclosing range replaces it.
+  Chain& add_chain(std::uint32_t begin, ChainPolicy policy);
+  void remove_chain(const Chain* chain);
+  std::vector<ChainStats> chain_stats() const;
+  // Forgets the ranges and chains inside [begin, end) (an enclosing step replays them whole).
+  void forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except = nullptr);
   // Forgets the ranges that reach past node `size` (the tape drops those nodes).
   void truncate(std::uint32_t size);
 
@@ -28,6 +38,8 @@ class Recompute {
   void ensure_inputs(const Node& n);
   // After the pass: every recomputed range is released again.
   void release_all();
+  // The value of node `id`, recomputed when it was released.
+  void ensure_value(std::uint32_t id);
 
  private:
   struct Range {
@@ -35,12 +47,13 @@ class Recompute {
     std::vector<std::uint32_t> keep;  // sorted
     bool materialized = false;
   };
-  void ensure_value(std::uint32_t id);
+  Chain* chain_of(std::uint32_t id);
   void rematerialize(Range& range);
   void release(Range& range);
 
   NodeStore& nodes_;
   std::vector<Range> ranges_;  // sorted by begin, disjoint
+  std::vector<std::unique_ptr<Chain>> chains_;
 };
 
 }  // namespace recur::detail

@@ -9,6 +9,12 @@
 
 #include <recur/autodiff/tape.hpp>
 
+namespace recur::detail {
+class Chain;
+struct ChainPolicy;
+struct ChainStats;
+}  // namespace recur::detail
+
 namespace recur {
 
 class TapeAccess {
@@ -40,6 +46,11 @@ class TapeAccess {
   // Releases the values of op nodes in [begin, end) except `keep`; a backward pass that
   // needs them recomputes the range from its inputs (replay), then releases it again.
   static void release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
+  // A chain of steps from node `begin` on, reversed by revolve with few snapshots
+  // (autodiff/revolve_chain_detail.hpp): the scan tells it each step's end and its results.
+  static detail::Chain& begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy);
+  static void drop_chain(Tape& tape, const detail::Chain* chain);  // a scan that failed
+  static std::vector<detail::ChainStats> chain_stats(const Tape& tape);
   // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
   // (scan points each step's output into the stacked result instead of keeping a copy).
   static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);

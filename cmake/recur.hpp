@@ -15,6 +15,7 @@
 #include <recur/autodiff/checkpoint.hpp>
 #include <recur/autodiff/gradcheck.hpp>
 #include <recur/autodiff/module.hpp>
+#include <recur/autodiff/module_io.hpp>
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/optim/adagrad.hpp>
 #include <recur/autodiff/optim/adam.hpp>
@@ -36,6 +37,8 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/linear_recurrence.hpp>
+#include <recur/ops/scan/associative.hpp>
 #include <recur/ops/scan/jax.hpp>
 #include <recur/ops/scan/onnx.hpp>
 #include <recur/ops/scan/theano.hpp>

@@ -130,4 +130,8 @@ void save_npz(const fs::path& path, const NamedTensors& arrays) {
   });
 }
 
+void save_npz_map(const fs::path& path, const TensorMap& arrays) {
+  save_npz(path, NamedTensors(arrays.begin(), arrays.end()));  // Tensors are handles: no data is copied
+}
+
 }  // namespace recur

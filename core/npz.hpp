@@ -16,6 +16,8 @@
 // that unpack the archive: not empty, no NUL byte, no leading or trailing '/', no empty,
 // "." or ".." component, each name once.
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +26,10 @@
 
 namespace recur {
 
+// The arrays in file order (load_npz, save_npz), or by name (load_npz_map, save_npz_map:
+// numpy.load(path)[name] in C++; find() takes a std::string_view too).
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using TensorMap = std::map<std::string, Tensor, std::less<>>;
 
 // Replaces `path` atomically: writes a temporary in the same directory, fsyncs it, renames
 // it over `path` and fsyncs the directory; on any failure the temporary is removed, the
@@ -40,5 +45,11 @@ void save_npz(const std::filesystem::path& path, const NamedTensors& arrays);
 // file. A truncated or corrupted file: IOError naming the path (and the member when known)
 // and what is wrong. A member whose dtype recur lacks: DTypeError (as load_npy).
 NamedTensors load_npz(const std::filesystem::path& path);
+
+// The same archives by name: load_npz's checks and errors (names are unique in a valid
+// archive, so nothing is lost but the order); save_npz_map writes the members in name
+// order (byte-wise), with save_npz's checks and atomic replacement.
+TensorMap load_npz_map(const std::filesystem::path& path);
+void save_npz_map(const std::filesystem::path& path, const TensorMap& arrays);
 
 }  // namespace recur

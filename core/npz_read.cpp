@@ -174,4 +174,10 @@ class ArchiveReader {
 
 NamedTensors load_npz(const fs::path& path) { return ArchiveReader(path).read(); }
 
+TensorMap load_npz_map(const fs::path& path) {
+  TensorMap out;
+  for (auto& [name, t] : load_npz(path)) out.emplace(std::move(name), std::move(t));  // names are unique (checked)
+  return out;
+}
+
 }  // namespace recur

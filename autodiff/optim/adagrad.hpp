@@ -19,8 +19,6 @@ struct AdagradOptions {
 
 // Adagrad(parameters, options): ValueError naming "Adagrad" and the argument: lr, lr_decay, weight_decay,
 // initial_accumulator_value or eps < 0.
-using Adagrad = OptimizerOf<AdagradOptions>;
-template <> OptimizerOf<AdagradOptions>::OptimizerOf(NamedShared parameters, AdagradOptions options);
-template <> void OptimizerOf<AdagradOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr);
+RECUR_DECLARE_OPTIMIZER(Adagrad, AdagradOptions);
 
 }  // namespace recur::optim

@@ -116,9 +116,9 @@ class OptimizerWithOptions : public Optimizer {
 };
 
 // An optimizer that is nothing but its options and its per-parameter rule (SGD, Adagrad,
-// RMSprop): `using Adagrad = OptimizerOf<AdagradOptions>;`. Its header declares the two
-// members' specializations, its .cpp defines them: the constructor names the optimizer and
-// its state buffers and checks the options; update() is the rule.
+// RMSprop). Its header says RECUR_DECLARE_OPTIMIZER(Adagrad, AdagradOptions); its .cpp
+// defines the two members for OptimizerOf<AdagradOptions>: the constructor names the
+// optimizer and its state buffers and checks the options; update() is the rule.
 template <class Options>
 class OptimizerOf final : public OptimizerWithOptions<Options> {
  public:
@@ -127,5 +127,13 @@ class OptimizerOf final : public OptimizerWithOptions<Options> {
  protected:
   void update(Optimizer::Slot& slot, const Tensor& grad, std::int64_t t, double lr) override;
 };
+
+// `Name` is OptimizerOf<Options>, whose two members are defined in Name's .cpp.
+#define RECUR_DECLARE_OPTIMIZER(Name, Options)                                        \
+  using Name = OptimizerOf<Options>;                                                  \
+  template <>                                                                         \
+  OptimizerOf<Options>::OptimizerOf(NamedShared parameters, Options options);         \
+  template <>                                                                         \
+  void OptimizerOf<Options>::update(Optimizer::Slot& slot, const Tensor& grad, std::int64_t t, double lr)
 
 }  // namespace recur::optim

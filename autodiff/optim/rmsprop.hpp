@@ -20,8 +20,6 @@ struct RMSpropOptions {
 
 // RMSprop(parameters, options): ValueError naming "RMSprop" and the argument: lr, alpha, eps, weight_decay or
 // momentum < 0.
-using RMSprop = OptimizerOf<RMSpropOptions>;
-template <> OptimizerOf<RMSpropOptions>::OptimizerOf(NamedShared parameters, RMSpropOptions options);
-template <> void OptimizerOf<RMSpropOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr);
+RECUR_DECLARE_OPTIMIZER(RMSprop, RMSpropOptions);
 
 }  // namespace recur::optim

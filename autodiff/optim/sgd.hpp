@@ -21,8 +21,6 @@ struct SGDOptions {
 
 // SGD(parameters, options): ValueError naming "SGD" and the argument: lr missing or < 0, momentum < 0,
 // weight_decay < 0, nesterov without momentum > 0 and dampening == 0.
-using SGD = OptimizerOf<SGDOptions>;
-template <> OptimizerOf<SGDOptions>::OptimizerOf(NamedShared parameters, SGDOptions options);
-template <> void OptimizerOf<SGDOptions>::update(Slot& slot, const Tensor& grad, std::int64_t t, double lr);
+RECUR_DECLARE_OPTIMIZER(SGD, SGDOptions);
 
 }  // namespace recur::optim

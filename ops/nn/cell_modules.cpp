@@ -5,10 +5,10 @@
 
 namespace recur::nn {
 
-CellModule::CellModule(std::string_view name, std::int64_t gates, const CellOptions& options, Generator& gen)
-    : options_(options) {
+CellModule::CellModule(CellKind kind, const CellOptions& options, Generator& gen) : options_(options) {
+  const std::string_view name = kind == CellKind::lstm ? "LSTMCell" : (kind == CellKind::gru ? "GRUCell" : "RNNCell");
   check_recurrent_sizes(name, options.input_size, options.hidden_size, 1, options.dtype);
-  weights_ = add_cell_parameters("", gates, options.input_size, options.hidden_size, options.bias, gen, options.dtype);
+  weights_ = add_cell_parameters("", kind, options.input_size, options.hidden_size, options.bias, gen, options.dtype);
 }
 
 Var CellModule::state_or_zeros(const Var& x, const Var& state) const {
@@ -18,19 +18,25 @@ Var CellModule::state_or_zeros(const Var& x, const Var& state) const {
 
 CellWeights CellModule::read(const Var& x) const { return weights_.read(x.tape()); }
 
-RNNCell::RNNCell(const CellOptions& options, Generator& gen) : CellModule("RNNCell", 1, options, gen) {}
-Var RNNCell::operator()(const Var& x, const Var& h) const {
-  return transactional(x, [&] { return rnn_cell(x, state_or_zeros(x, h), read(x), options().nonlinearity); });
+template <CellKind Kind>
+Var CellOf<Kind>::operator()(const Var& x, const Var& h) const
+  requires(Kind != CellKind::lstm)
+{
+  return transactional(x, [&] {
+    if constexpr (Kind == CellKind::rnn) return rnn_cell(x, state_or_zeros(x, h), read(x), options().nonlinearity);
+    else return gru_cell(x, state_or_zeros(x, h), read(x));
+  });
 }
 
-LSTMCell::LSTMCell(const CellOptions& options, Generator& gen) : CellModule("LSTMCell", 4, options, gen) {}
-LstmState LSTMCell::operator()(const Var& x, const Var& h, const Var& c) const {
+template <CellKind Kind>
+LstmState CellOf<Kind>::operator()(const Var& x, const Var& h, const Var& c) const
+  requires(Kind == CellKind::lstm)
+{
   return transactional(x, [&] { return lstm_cell(x, state_or_zeros(x, h), state_or_zeros(x, c), read(x)); });
 }
 
-GRUCell::GRUCell(const CellOptions& options, Generator& gen) : CellModule("GRUCell", 3, options, gen) {}
-Var GRUCell::operator()(const Var& x, const Var& h) const {
-  return transactional(x, [&] { return gru_cell(x, state_or_zeros(x, h), read(x)); });
-}
+template class CellOf<CellKind::rnn>;
+template class CellOf<CellKind::lstm>;
+template class CellOf<CellKind::gru>;
 
 }  // namespace recur::nn

@@ -23,7 +23,7 @@ class CellModule : public RecurrentModule {
   const CellParameters& weights() const { return weights_; }
 
  protected:
-  CellModule(std::string_view name, std::int64_t gates, const CellOptions& options, Generator& gen);
+  CellModule(CellKind kind, const CellOptions& options, Generator& gen);
   // `state` itself, or zeros [B, H] on x's tape when it is undefined.
   Var state_or_zeros(const Var& x, const Var& state) const;
   // The parameters as Vars on x's tape. (Callers wrap both in transactional: a cell that
@@ -35,22 +35,19 @@ class CellModule : public RecurrentModule {
   CellParameters weights_;
 };
 
-class RNNCell : public CellModule {
+// RNNCell and GRUCell: cell(x, h) -> h' [B, H]; LSTMCell: cell(x, h, c) -> {h', c'}.
+template <CellKind Kind>
+class CellOf : public CellModule {
  public:
-  RNNCell(const CellOptions& options, Generator& gen);
-  Var operator()(const Var& x, const Var& h = Var()) const;  // h' [B, H]
+  CellOf(const CellOptions& options, Generator& gen) : CellModule(Kind, options, gen) {}
+  Var operator()(const Var& x, const Var& h = Var()) const
+    requires(Kind != CellKind::lstm);
+  LstmState operator()(const Var& x, const Var& h = Var(), const Var& c = Var()) const
+    requires(Kind == CellKind::lstm);
 };
 
-class LSTMCell : public CellModule {
- public:
-  LSTMCell(const CellOptions& options, Generator& gen);
-  LstmState operator()(const Var& x, const Var& h = Var(), const Var& c = Var()) const;
-};
-
-class GRUCell : public CellModule {
- public:
-  GRUCell(const CellOptions& options, Generator& gen);
-  Var operator()(const Var& x, const Var& h = Var()) const;
-};
+using RNNCell = CellOf<CellKind::rnn>;
+using LSTMCell = CellOf<CellKind::lstm>;
+using GRUCell = CellOf<CellKind::gru>;
 
 }  // namespace recur::nn

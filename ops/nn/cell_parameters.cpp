@@ -11,9 +11,10 @@ CellWeights CellParameters::read(Tape& tape) const {
   return {on_tape(w_ih), on_tape(w_hh), on_tape(b_ih), on_tape(b_hh)};
 }
 
-CellParameters RecurrentModule::add_cell_parameters(const std::string& suffix, std::int64_t gates,
+CellParameters RecurrentModule::add_cell_parameters(const std::string& suffix, CellKind kind,
                                                     std::int64_t input_size, std::int64_t hidden_size, bool bias,
                                                     Generator& gen, DType dtype) {
+  const std::int64_t gates = kind == CellKind::lstm ? 4 : (kind == CellKind::gru ? 3 : 1);
   const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   auto draw = [&](const Shape& shape) { return init::uniform(shape, gen, -k, k, dtype); };
   CellParameters p;

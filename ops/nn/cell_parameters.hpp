@@ -22,8 +22,9 @@ struct CellParameters {
 class RecurrentModule : public Module {
  protected:
   // Registers weight_ih<suffix> [G*H, I], weight_hh<suffix> [G*H, H] and, with `bias`,
-  // bias_ih<suffix> and bias_hh<suffix> [G*H], drawn from `gen` in that order.
-  CellParameters add_cell_parameters(const std::string& suffix, std::int64_t gates, std::int64_t input_size,
+  // bias_ih<suffix> and bias_hh<suffix> [G*H], drawn from `gen` in that order; G is the
+  // number of gates of `kind` (1, 4 or 3).
+  CellParameters add_cell_parameters(const std::string& suffix, CellKind kind, std::int64_t input_size,
                                      std::int64_t hidden_size, bool bias, Generator& gen, DType dtype);
 };
 

@@ -12,7 +12,9 @@
 namespace recur::nn {
 namespace {
 
-std::int64_t gate_count(CellKind kind) { return kind == CellKind::lstm ? 4 : (kind == CellKind::gru ? 3 : 1); }
+std::string_view layer_name(CellKind kind) {
+  return kind == CellKind::lstm ? "LSTM" : (kind == CellKind::gru ? "GRU" : "RNN");
+}
 
 // PyTorch's parameter suffix: _l{layer}, and _reverse for the second direction.
 std::string suffix(std::int64_t layer, std::int64_t direction) {
@@ -21,18 +23,18 @@ std::string suffix(std::int64_t layer, std::int64_t direction) {
 
 }  // namespace
 
-RecurrentLayer::RecurrentLayer(std::string_view name, CellKind kind, const RecurrentOptions& options, Generator& gen)
-    : name_(name), kind_(kind), options_(options) {
-  check_recurrent_sizes(name, options.input_size, options.hidden_size, options.num_layers, options.dtype);
+RecurrentLayer::RecurrentLayer(CellKind kind, const RecurrentOptions& options, Generator& gen)
+    : name_(layer_name(kind)), kind_(kind), options_(options) {
+  check_recurrent_sizes(name_, options.input_size, options.hidden_size, options.num_layers, options.dtype);
   if (options.truncate_gradient < -1)
-    fail<ValueError>(name, "option 'truncate_gradient' = ", options.truncate_gradient,
+    fail<ValueError>(name_, "option 'truncate_gradient' = ", options.truncate_gradient,
                      " must be -1 (no truncation) or >= 0 (backpropagate through that many steps)");
   const std::int64_t hidden = options.hidden_size;
   for (std::int64_t layer = 0; layer < options.num_layers; ++layer)
     for (std::int64_t d = 0; d < num_directions(); ++d) {
       const std::int64_t input = layer == 0 ? options.input_size : num_directions() * hidden;
       weights_.push_back(
-          add_cell_parameters(suffix(layer, d), gate_count(kind), input, hidden, options.bias, gen, options.dtype));
+          add_cell_parameters(suffix(layer, d), kind, input, hidden, options.bias, gen, options.dtype));
     }
 }
 
@@ -43,7 +45,7 @@ const CellParameters& RecurrentLayer::weights(std::int64_t layer, std::int64_t d
   return weights_[static_cast<std::size_t>(layer * num_directions() + direction)];
 }
 
-void RecurrentLayer::check(const Var& input, const Var& h0, const Var& c0) const {
+void RecurrentLayer::check(const Var& input, const RecurrentState& state) const {
   if (!input.defined()) fail<ValueError>(name_, "argument 'input' is an undefined Var");
   const Shape& s = input.shape();
   const std::string layout = options_.batch_first ? "[B, T, " : "[T, B, ";
@@ -55,29 +57,32 @@ void RecurrentLayer::check(const Var& input, const Var& h0, const Var& c0) const
   if (input.dtype() != options_.dtype)
     fail<DTypeError>(name_, "argument 'input' of shape ", to_string(s), " is ", input.dtype(), " but the layer is ",
                      options_.dtype);
-  const Shape state{options_.num_layers * num_directions(), batch, options_.hidden_size};
+  const Shape state_shape{options_.num_layers * num_directions(), batch, options_.hidden_size};
   auto check_state = [&](const Var& v, std::string_view arg) {
     if (!v.defined()) return;
-    if (v.shape() != state)
-      fail<ShapeError>(name_, "argument '", arg, "' must have shape ", to_string(state),
+    if (v.shape() != state_shape)
+      fail<ShapeError>(name_, "argument '", arg, "' must have shape ", to_string(state_shape),
                        " ([num_layers * num_directions, B, hidden_size] for 'input' of shape ", to_string(s),
                        "), got ", to_string(v.shape()));
     if (v.dtype() != options_.dtype)
       fail<DTypeError>(name_, "argument '", arg, "' of shape ", to_string(v.shape()), " is ", v.dtype(),
                        " but the layer is ", options_.dtype);
   };
-  check_state(h0, "h0");
-  check_state(c0, "c0");
+  check_state(state.h, "h0");
+  if (kind_ != CellKind::lstm && state.c.defined())
+    fail<ValueError>(name_, "argument 'c0' (RecurrentState::c) is given, but ", name_,
+                     " has no cell state: leave it undefined");
+  check_state(state.c, "c0");
 }
 
-RecurrentOutput RecurrentLayer::run(const Var& input, const Var& h0, const Var& c0) const {
-  check(input, h0, c0);
+RecurrentOutput RecurrentLayer::operator()(const Var& input, const RecurrentState& state) const {
+  check(input, state);
   Tape& tape = input.tape();
   return transactional(tape, [&] {
     const Var x0 = options_.batch_first ? transpose(input, 0, 1) : input;
-    const Shape state{options_.num_layers * num_directions(), x0.size(1), options_.hidden_size};
-    auto or_zeros = [&](const Var& v) { return v.defined() ? v : tape.constant(zeros(state, options_.dtype)); };
-    const Var h_init = or_zeros(h0), c_init = kind_ == CellKind::lstm ? or_zeros(c0) : Var();
+    const Shape zero_shape{options_.num_layers * num_directions(), x0.size(1), options_.hidden_size};
+    auto or_zeros = [&](const Var& v) { return v.defined() ? v : tape.constant(zeros(zero_shape, options_.dtype)); };
+    const Var h_init = or_zeros(state.h), c_init = kind_ == CellKind::lstm ? or_zeros(state.c) : Var();
     std::vector<Var> h_n, c_n;
     Var x = x0;
     for (std::int64_t layer = 0; layer < options_.num_layers; ++layer) {
@@ -100,16 +105,5 @@ RecurrentOutput RecurrentLayer::run(const Var& input, const Var& h0, const Var& 
     return out;
   });
 }
-
-RNN::RNN(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("RNN", CellKind::rnn, options, gen) {}
-RecurrentOutput RNN::operator()(const Var& input, const Var& h0) const { return run(input, h0, Var()); }
-
-LSTM::LSTM(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("LSTM", CellKind::lstm, options, gen) {}
-RecurrentOutput LSTM::operator()(const Var& input, const Var& h0, const Var& c0) const {
-  return run(input, h0, c0);
-}
-
-GRU::GRU(const RecurrentOptions& options, Generator& gen) : RecurrentLayer("GRU", CellKind::gru, options, gen) {}
-RecurrentOutput GRU::operator()(const Var& input, const Var& h0) const { return run(input, h0, Var()); }
 
 }  // namespace recur::nn

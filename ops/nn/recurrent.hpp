@@ -15,6 +15,10 @@
 // product over all steps made before the scan, a step is h W_hh^T and one fused
 // elementwise op (ops/nn/pointwise.hpp). Either way the reverse direction's outputs come
 // back in time order, so output[t] holds both directions' states after reading input[t].
+//
+// The three take one call, layer(input, RecurrentState{h, c}) -> RecurrentOutput, so code
+// generic over them (a template, or a `const RecurrentLayer&`) needs no per-type branch;
+// PyTorch's positional calls, rnn(x, h0) and lstm(x, h0, c0), forward to it.
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -39,14 +43,24 @@ struct RecurrentOptions {
   std::int64_t truncate_gradient = -1;  // scan's: -1 or k >= 0 (ValueError otherwise, at construction)
 };
 
+// The state a layer starts from and ends in, the same for the three layers so that
+// generic code can carry it: h [D*num_layers, B, H], and c (LSTM only) in the same layout.
+// Undefined members are zeros.
+struct RecurrentState {
+  Var h;
+  Var c;  // LSTM only: RNN and GRU reject a defined c (ValueError naming 'c0')
+};
+
 struct RecurrentOutput {
   Var output;  // [T, B, D*H] (batch_first: [B, T, D*H]): the last layer at every step
   Var h_n;     // [D*num_layers, B, H]: final hidden state of each layer and direction
   Var c_n;     // LSTM only: final cell state, same layout
+  // The final state, to start the next chunk of a sequence from.
+  RecurrentState state() const { return {h_n, c_n}; }
 };
 
 // What RNN, LSTM and GRU share: the parameters of every layer and direction, the checks
-// of the arguments, and the loop over layers and directions.
+// of the arguments, the loop over layers and directions, and the call they all take.
 class RecurrentLayer : public RecurrentModule {
  public:
   const RecurrentOptions& options() const { return options_; }
@@ -54,36 +68,47 @@ class RecurrentLayer : public RecurrentModule {
   const CellParameters& weights(std::int64_t layer, std::int64_t direction = 0) const;
   std::int64_t num_directions() const { return options_.bidirectional ? 2 : 1; }
 
+  // The call common to the three layers, for code generic over them (a template, or a
+  // `const RecurrentLayer&`):
+  //   RecurrentOutput out = layer(x);              // from zeros
+  //   out = layer(x_next, out.state());             // carries h (and c for an LSTM) on
+  // Shapes: see RecurrentOutput; state.h is checked as 'h0' and state.c as 'c0'.
+  // ShapeError / DTypeError / ValueError naming the layer and the argument, before
+  // anything is recorded.
+  RecurrentOutput operator()(const Var& input, const RecurrentState& state = {}) const;
+
  protected:
-  RecurrentLayer(std::string_view name, CellKind kind, const RecurrentOptions& options, Generator& gen);
-  // Shapes: see RecurrentOutput. h0 and c0 (LSTM only) may be undefined: zeros then.
-  // ShapeError / DTypeError naming the layer and the argument before anything is recorded.
-  RecurrentOutput run(const Var& input, const Var& h0, const Var& c0) const;
+  RecurrentLayer(CellKind kind, const RecurrentOptions& options, Generator& gen);
 
  private:
-  void check(const Var& input, const Var& h0, const Var& c0) const;
+  void check(const Var& input, const RecurrentState& state) const;
   std::string_view name_;
   CellKind kind_;
   RecurrentOptions options_;
   std::vector<CellParameters> weights_;  // layer * num_directions + direction
 };
 
-class RNN : public RecurrentLayer {
+// RNN, LSTM and GRU: the common call above, and PyTorch's positional one,
+// rnn(input, h0) / lstm(input, h0, c0) / gru(input, h0), which forwards to it.
+template <CellKind Kind>
+class LayerOf : public RecurrentLayer {
  public:
-  RNN(const RecurrentOptions& options, Generator& gen);
-  RecurrentOutput operator()(const Var& input, const Var& h0 = Var()) const;
+  LayerOf(const RecurrentOptions& options, Generator& gen) : RecurrentLayer(Kind, options, gen) {}
+  using RecurrentLayer::operator();
+  RecurrentOutput operator()(const Var& input, const Var& h0) const
+    requires(Kind != CellKind::lstm)
+  {
+    return (*this)(input, RecurrentState{h0, Var()});
+  }
+  RecurrentOutput operator()(const Var& input, const Var& h0, const Var& c0 = Var()) const
+    requires(Kind == CellKind::lstm)
+  {
+    return (*this)(input, RecurrentState{h0, c0});
+  }
 };
 
-class LSTM : public RecurrentLayer {
- public:
-  LSTM(const RecurrentOptions& options, Generator& gen);
-  RecurrentOutput operator()(const Var& input, const Var& h0 = Var(), const Var& c0 = Var()) const;
-};
-
-class GRU : public RecurrentLayer {
- public:
-  GRU(const RecurrentOptions& options, Generator& gen);
-  RecurrentOutput operator()(const Var& input, const Var& h0 = Var()) const;
-};
+using RNN = LayerOf<CellKind::rnn>;
+using LSTM = LayerOf<CellKind::lstm>;
+using GRU = LayerOf<CellKind::gru>;
 
 }  // namespace recur::nn

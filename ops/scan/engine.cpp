@@ -5,6 +5,7 @@
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/record.hpp>
+#include <recur/autodiff/revolve_chain_detail.hpp>
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
@@ -33,7 +34,15 @@ void check_options(const ScanProgram& p) {
   if (p.truncate_gradient < -1)
     fail<ValueError>(p.face, "truncate_gradient = ", p.truncate_gradient,
                      "; it is -1 (no truncation) or the number of steps to backpropagate through (>= 0)");
-  if (p.checkpoint.every < 0) fail<ValueError>(p.face, "checkpoint interval ", p.checkpoint.every, " is negative");
+  const Checkpoint& c = p.checkpoint;
+  if (c.every < 0) fail<ValueError>(p.face, "checkpoint interval ", c.every, " is negative");
+  if (c.revolve && c.snapshot_count < 1 && c.budget_bytes == 0)
+    fail<ValueError>(p.face, "Checkpoint::snapshots(", c.snapshot_count,
+                     ") or budget(0); revolve needs at least 1 snapshot, or a budget of at least 1 byte");
+  if (c.revolve && (c.every != 0 || c.automatic || (c.snapshot_count != 0 && c.budget_bytes != 0)))
+    fail<ValueError>(p.face, "the checkpoint asks for several policies (every = ", c.every, ", automatic = ",
+                     c.automatic, ", snapshots = ", c.snapshot_count, ", budget = ", c.budget_bytes,
+                     " bytes); choose one");
 }
 
 // Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
@@ -145,7 +154,8 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
         if (s.empty() || s[0] < k_max)
           fail<ShapeError>(p.face, "the initial state of ", output_name(p, j), " has shape ", to_string(s),
                            "; taps ", taps_to_string(o.taps), " need a leading axis of at least ", k_max);
-        plan.shape = Shape(s.begin() + 1, s.end());
+        plan.shape = s;  // without the tap axis (erase: GCC 12 misreads the iterator-range copy)
+        plan.shape->erase(plan.shape->begin());
       } else {
         if (k_max != 1)
           fail<ValueError>(p.face, output_name(p, j), " uses taps ", taps_to_string(o.taps),
@@ -168,6 +178,32 @@ std::int64_t checkpoint_interval(const Checkpoint& c, std::int64_t steps) {
 struct ScopeGuard {
   Tape& tape;
   ~ScopeGuard() { TapeAccess::pop_scope(tape); }
+};
+
+// The revolve chain of a recorded run (Checkpoint::snapshots or budget); a run that fails
+// takes it off the tape with its nodes.
+class ChainGuard {
+ public:
+  ChainGuard(Tape& tape, std::uint32_t begin, const Checkpoint& c, std::int64_t steps)
+      : tape_(tape),
+        chain_(&TapeAccess::begin_chain(tape, begin, {.snapshots = c.snapshot_count,
+                                                      .budget_bytes = c.budget_bytes,
+                                                      .planned_steps = steps})) {}
+  ChainGuard(const ChainGuard&) = delete;
+  ChainGuard& operator=(const ChainGuard&) = delete;
+  ~ChainGuard() {
+    if (!finished_) TapeAccess::drop_chain(tape_, chain_);
+  }
+  detail::Chain& operator*() const { return *chain_; }
+  void finish(const std::vector<std::uint32_t>& keep) {
+    chain_->finish(keep);
+    finished_ = true;
+  }
+
+ private:
+  Tape& tape_;
+  detail::Chain* chain_;
+  bool finished_ = false;
 };
 
 class Run {
@@ -195,7 +231,10 @@ class Run {
     if (steps_ == 0 && p_.infer_extra_outputs) probe();
     const bool recording = grad_enabled();
     base_ = tape_.size();
-    const std::int64_t every = recording ? checkpoint_interval(p_.checkpoint, steps_) : 0;
+    const bool revolve = recording && p_.checkpoint.revolve;
+    const std::int64_t every = recording && !revolve ? checkpoint_interval(p_.checkpoint, steps_) : 0;
+    std::optional<ChainGuard> chain;
+    if (revolve) chain.emplace(tape_, base_, p_.checkpoint, steps_);
     std::uint32_t segment_begin = tape_.size();
     std::vector<std::uint32_t> iteration_begin;
     std::int64_t t = 0;
@@ -205,6 +244,8 @@ class Run {
       const bool last = stop || t + 1 == steps_;
       if (!recording) {
         compact();
+      } else if (chain) {
+        (**chain).step_recorded(tape_.size(), carried_nodes(), new_results());
       } else if (every > 0 && (t + 1) % every == 0 && !last) {
         TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
         segment_begin = tape_.size();
@@ -216,13 +257,14 @@ class Run {
     }
     if (recording && every > 0 && segment_begin < tape_.size() && t > 0)
       TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
+    if (chain) chain->finish(live_nodes());
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin.
       const auto kept_from = static_cast<std::size_t>(t - p_.truncate_gradient);
       TapeAccess::cut_gradients(tape_, iteration_begin.front(),
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
-    return finish(t, every > 0);
+    return finish(t, every > 0 || revolve);
   }
 
   // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream
@@ -363,19 +405,33 @@ class Run {
 
   // Nodes whose values later iterations or the results still need.
   std::vector<std::uint32_t> live_nodes() const {
+    std::vector<std::uint32_t> keep = carried_nodes();
+    for (const auto& o : outs_)
+      for (const auto& v : o.values) keep.push_back(v.id());
+    return keep;
+  }
+
+  // The state after the last iteration: what the next one reads, its outputs and updates.
+  std::vector<std::uint32_t> carried_nodes() const {
     std::vector<std::uint32_t> keep;
-    for (const auto& o : outs_) {
+    for (const auto& o : outs_)
       if (o.fed_back) {
         const std::int64_t k_max = -*std::min_element(o.spec->taps.begin(), o.spec->taps.end());
         for (std::size_t i = o.history.size() - std::min<std::size_t>(o.history.size(), k_max); i < o.history.size(); ++i)
           keep.push_back(o.history[i].id());
       }
-      for (const auto& v : o.values) keep.push_back(v.id());
-    }
     for (const auto& v : last_)
       if (v.defined()) keep.push_back(v.id());
     for (const auto& [shared, id] : scope_.overrides) keep.push_back(id);
     return keep;
+  }
+
+  // The values the last iteration added to stacked outputs: the results keep them.
+  std::vector<std::uint32_t> new_results() const {
+    std::vector<std::uint32_t> ids;
+    for (const auto& o : outs_)
+      if (!o.values.empty()) ids.push_back(o.values.back().id());
+    return ids;
   }
 
   // Without gradients nothing needs the iteration's nodes: keep the values that later

@@ -1,6 +1,7 @@
 #pragma once
 // The vocabulary of scan: what a step function returns, shared-variable updates, and the
 // options common to every face (Theano's, JAX's, ONNX's).
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -58,14 +59,27 @@ inline Var until(Var condition) { return condition; }
 
 using StepFn = std::function<StepResult(std::span<const Var>)>;
 
-// Recomputation: keep every k-th carry during the forward pass and recompute the steps in
-// between during backward. auto picks k close to sqrt(number of steps).
+// Recomputation instead of keeping every step's values for backward:
+//   every_k(k)    keep every k-th carry, recompute the steps in between (each once);
+//   auto_sqrt()   every_k with k close to sqrt(number of steps);
+//   snapshots(s)  binomial checkpointing (Griewank and Walther's revolve): at most s carries
+//                 held (the initial one included) and one step's values, with the fewest
+//                 recomputed steps, r*T - C(s+r, s+1) for T steps (r the smallest integer
+//                 with C(s+r, s) >= T); s >= 1;
+//   budget(bytes) snapshots(s) with s chosen after the first step: one step's values and
+//                 saved tensors, plus s - 1 carries, fit in `bytes` (s >= 1 however small).
 struct Checkpoint {
   std::int64_t every = 0;  // 0: keep everything
   bool automatic = false;
+  bool revolve = false;             // binomial checkpointing, with one of:
+  std::int64_t snapshot_count = 0;  //   this many snapshots (>= 1), or
+  std::size_t budget_bytes = 0;     //   (when snapshot_count is 0) s from this budget (> 0)
   static Checkpoint none() { return {}; }
   static Checkpoint every_k(std::int64_t k) { return {k, false}; }
   static Checkpoint auto_sqrt() { return {0, true}; }
+  static Checkpoint snapshots(std::int64_t s) { return {0, false, true, s, 0}; }
+  static Checkpoint budget(std::size_t bytes) { return {0, false, true, 0, bytes}; }
+  bool recomputes() const { return every != 0 || automatic || revolve; }
 };
 
 // Which values of an output scan returns.
