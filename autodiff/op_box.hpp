@@ -1,8 +1,8 @@
 #pragma once
 // How an op is kept on the tape. An op is a small struct with
-//   static constexpr std::string_view name;
-//   Tensor forward(const Tensor&...) const;                 (or forward(std::span<const Tensor>))
-//   template <class V> Grads<V> backward(const BackwardArgs<V>&) const;
+//   `static constexpr std::string_view name;`
+//   `Tensor forward(const Tensor&...) const;`               (or `forward(std::span<const Tensor>)`)
+//   `template <class V> Grads<V> backward(const BackwardArgs<V>&) const;`
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).

@@ -28,7 +28,7 @@ template <> constexpr DType dtype_of<float>() { return DType::float32; }
 template <> constexpr DType dtype_of<double>() { return DType::float64; }
 template <> constexpr DType dtype_of<std::int64_t>() { return DType::int64; }
 
-// dispatch(d, [&]<class T>() { ... }) calls the lambda with T = float, double or int64_t.
+// `dispatch(d, [&]<class T>() { ... })` calls the lambda with T = float, double or int64_t.
 template <class F>
 decltype(auto) dispatch(DType d, F&& f) {
   switch (d) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): install what is missing, then
-#  1. build in Release and run the whole suite with ctest,
+#  1. build in Release and run the whole suite with ctest (the README's and the guide's
+#     code blocks included), then build the API reference (Doxygen, warnings are errors),
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. build the thread tests under ThreadSanitizer and run them,
 #  4. install recur, check that the package is relocatable, and build a tiny consumer
@@ -20,6 +21,9 @@ echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_BENCH=OFF -DRECUR_WERROR=ON
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== API reference (Doxygen over the public headers; any warning fails)"
+bash scripts/api_docs.sh
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=ON -DRECUR_WERROR=ON \

@@ -140,7 +140,7 @@ TEST(ScanGradients, TruncateGradientEqualsDetachAtTheCut) {
   }
 }
 
-// The worked example of ops/scan/README.md: h_t = w h_{t-1}, h_0 = 1, w = 2, four steps.
+// The worked example of docs/tbptt.md: h_t = w h_{t-1}, h_0 = 1, w = 2, four steps.
 // Full BPTT: d h_4 / dw = 4 w^3 = 32. truncate_gradient = 2 differentiates only the last two
 // steps, h_4 = w (w h_2) with h_2 = 4 held fixed: h_3 + w h_2 = 8 + 8 = 16.
 TEST(ScanGradients, TruncationWorkedExampleOfTheGuide) {

@@ -9,7 +9,8 @@
 // (onnx::ScanOptions is OnnxScanOptions, onnx::Body, onnx::ScanResult).
 //
 // Note: inside namespace recur, `onnx` is this namespace and hides the ONNX library's own
-// ::onnx (libonnx's protobuf types): code in recur that uses the library writes ::onnx::.
+// global namespace onnx (libonnx's protobuf types): code in recur that uses the library
+// names it with a leading `::`.
 //
 // body receives the N states followed by one element of each of the M scan inputs, and
 // returns the N new states followed by K scan output elements. Every scan input must have

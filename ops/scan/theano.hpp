@@ -1,8 +1,8 @@
 #pragma once
 // Theano's face of scan: theano::scan(fn, {.sequences, .outputs_info, .non_sequences,
 // .n_steps, .truncate_gradient, .go_backwards, .strict}) -> outputs and updates;
-// theano::map, reduce, foldl, foldr. The seed's reference is the specification; see docs
-// in README.
+// theano::map, reduce, foldl, foldr. The seed's reference is the specification; the guide
+// is docs/scan.md.
 //
 // Every face lives in its own namespace with the same verb (theano::scan, jax::scan,
 // onnx::scan); recur::scan, map, reduce, foldl and foldr are the short forms, the same
