@@ -89,7 +89,9 @@ TEST(RecurrentCommonCall, IsThePositionalCallToTheBit) {
     EXPECT_EQ(max_abs_diff(a.output.value(), b.output.value()), 0.0);
     EXPECT_EQ(max_abs_diff(a.h_n.value(), b.h_n.value()), 0.0);
     EXPECT_EQ(a.c_n.defined(), b.c_n.defined());
-    if (a.c_n.defined()) EXPECT_EQ(max_abs_diff(a.c_n.value(), b.c_n.value()), 0.0);
+    if (a.c_n.defined()) {
+      EXPECT_EQ(max_abs_diff(a.c_n.value(), b.c_n.value()), 0.0);
+    }
   };
   same(l.rnn(x, {.h = h0}), l.rnn(x, h0));
   same(l.gru(x, {.h = h0}), l.gru(x, h0));

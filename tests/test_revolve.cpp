@@ -100,7 +100,9 @@ TEST(RevolveSchedule, AdvancesEqualTheFormulaAndTheBruteForceOptimum) {
     for (std::int64_t t = 1; t <= 200; ++t) {
       const std::int64_t want = formula(t, s);
       ASSERT_EQ(revolve::minimal_advances(t, s), want) << "T = " << t << ", s = " << s;
-      if (t <= 80 && s <= 6) ASSERT_EQ(brute_force(t, s, memo), want) << "T = " << t << ", s = " << s;
+      if (t <= 80 && s <= 6) {
+        ASSERT_EQ(brute_force(t, s, memo), want) << "T = " << t << ", s = " << s;
+      }
       const auto [advanced, peak] = simulate(revolve::schedule(t, s), t);
       ASSERT_EQ(advanced, want) << "T = " << t << ", s = " << s;
       ASSERT_LE(peak, s) << "T = " << t << ", s = " << s;
@@ -301,9 +303,13 @@ TEST(ScanRevolve, RandomStreamsSharedUpdatesUntilAndTruncation) {
         EXPECT_TRUE(same_bits(rv.state, full.state)) << what;
         EXPECT_TRUE(same_bits(rv.count, full.count)) << what;
         EXPECT_LE(rv.stats.peak_snapshots, s) << what;
-        if (stop_at > 1e8 && truncate < 0) EXPECT_EQ(rv.stats.replayed_steps, formula(30, s)) << what;
+        if (stop_at > 1e8 && truncate < 0) {
+          EXPECT_EQ(rv.stats.replayed_steps, formula(30, s)) << what;
+        }
       }
-      if (stop_at < 1) EXPECT_LT(full.steps, 30);  // until did stop it early
+      if (stop_at < 1) {
+        EXPECT_LT(full.steps, 30);  // until did stop it early
+      }
     }
 }
 

@@ -47,8 +47,8 @@ struct RecurrentOptions {
 // generic code can carry it: h [D*num_layers, B, H], and c (LSTM only) in the same layout.
 // Undefined members are zeros.
 struct RecurrentState {
-  Var h;
-  Var c;  // LSTM only: RNN and GRU reject a defined c (ValueError naming 'c0')
+  Var h{};
+  Var c{};  // LSTM only: RNN and GRU reject a defined c (ValueError naming 'c0')
 };
 
 struct RecurrentOutput {
