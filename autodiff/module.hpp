@@ -18,6 +18,15 @@ using NamedShared = std::vector<std::pair<std::string, Shared>>;
 
 class Module {
  public:
+  // Layers derive from Module and users keep them behind base pointers
+  // (std::unique_ptr<Module>), so deleting through the base must be defined.
+  Module() = default;
+  Module(const Module&) = default;
+  Module(Module&&) = default;
+  Module& operator=(const Module&) = default;
+  Module& operator=(Module&&) = default;
+  virtual ~Module() = default;
+
   const NamedShared& named_parameters() const { return parameters_; }
   std::vector<Shared> parameters() const;
   // The parameter called `name` (with its children's prefixes); ValueError if none.
