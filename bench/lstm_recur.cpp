@@ -8,8 +8,8 @@ namespace bench {
 using recur::Tape;
 using recur::Var;
 
-RecurLstm::RecurLstm()
-    : xs_(uniform_tensor({kLstmSteps, kBatch, kInput}, -1.f, 1.f, kLstmSeed)),
+RecurLstm::RecurLstm(std::int64_t steps)
+    : xs_(uniform_tensor({steps, kBatch, kInput}, -1.f, 1.f, kLstmSeed)),
       wx_(uniform_tensor({kInput, 4 * kHidden}, -kLstmInit, kLstmInit, kLstmSeed + 1)),
       wh_(uniform_tensor({kHidden, 4 * kHidden}, -kLstmInit, kLstmInit, kLstmSeed + 2)),
       b_(uniform_tensor({4 * kHidden}, -kLstmInit, kLstmInit, kLstmSeed + 3)),

@@ -3,6 +3,7 @@
 // (Theano's face) over the whole sequence, loss = mean of every step's h, gradients to
 // Wx, Wh and b. Shared by recur_bench (time) and recur_lstm_memory (memory).
 #include <cstddef>
+#include <cstdint>
 
 #include "recur_side.hpp"
 
@@ -10,7 +11,8 @@ namespace bench {
 
 class RecurLstm {
  public:
-  RecurLstm();
+  // `steps` time steps (the benchmark's kLstmSteps unless a curve asks for others).
+  explicit RecurLstm(std::int64_t steps = kLstmSteps);
   // One training step on a fresh tape. With `bytes_held`, stores Tape::bytes_held()
   // measured right before backward (the walk over the tape is not free: time runs leave
   // it out).
