@@ -47,11 +47,16 @@ struct Case {
   std::int64_t truncate = -1;
   Keep keep = Keep::all;
   Checkpoint checkpoint{};
+  std::vector<std::int64_t> lengths = kLengths;
 };
+
+// Every element longer than the truncation below: truncation may then drop early iterations
+// from the tape for all, which must keep what taps of an element's last steps read.
+const std::vector<std::int64_t> kAllLong{5, 3, 4, 2};
 
 std::string describe(const Case& c) {
   return std::string(c.reverse ? "reverse" : "forward") + ", truncate " + std::to_string(c.truncate) +
-         (c.keep == Keep::all ? ", all" : ", last") + (c.checkpoint.recomputes() ? ", checkpointed" : "");
+         (c.keep == Keep::all ? ", all" : ", last") + (c.checkpoint.recomputes() ? ", checkpointed" : "") + (c.lengths == kLengths ? "" : ", all long");
 }
 
 // Rows of element b's steps among T stacked ones: forward its first L; Theano's
@@ -120,14 +125,14 @@ void check_theano_against_alone(const Case& c) {
 
   Tape batched_tape;
   const Vars bv = variables(batched_tape, in);
-  const ScanResult batched = theano_run(bv, c, kLengths);
+  const ScanResult batched = theano_run(bv, c, c.lengths);
   const Var batched_loss = weighted(batched[0], wh) + weighted(batched[1], wy);
 
   Tape alone_tape;
   const Vars av = variables(alone_tape, in);
   Var alone_loss = alone_tape.constant(scalar(0.0, f64));
   for (std::int64_t b = 0; b < kBatch; ++b) {
-    const std::int64_t length = kLengths[b], first = first_row(c.reverse, length);
+    const std::int64_t length = c.lengths[b], first = first_row(c.reverse, length);
     const ScanResult single = theano_run(alone(av, b, length, 1), c, {});
     const std::string at = what + ", element " + std::to_string(b);
     expect_element(batched[0], single[0], b, stacked, first, length, at + ", h");
@@ -147,7 +152,10 @@ void check_theano_against_alone(const Case& c) {
 TEST(ScanLengths, TheanoMatchesEachSequenceAlone) {
   for (bool reverse : {false, true})
     for (std::int64_t truncate : {-1, 0, 1, 2, 4})
-      for (Keep keep : {Keep::all, Keep::last}) check_theano_against_alone({reverse, truncate, keep, {}});
+      for (Keep keep : {Keep::all, Keep::last}) {
+        check_theano_against_alone({reverse, truncate, keep, {}});
+        check_theano_against_alone({reverse, truncate, keep, {}, kAllLong});
+      }
 }
 
 TEST(ScanLengths, TheanoCheckpointedMatchesEachSequenceAlone) {
@@ -195,7 +203,7 @@ void check_jax_against_alone(const Case& c) {
 
   Tape batched_tape;
   const Vars bv = variables(batched_tape, in);
-  const JaxOut batched = jax_run(bv, c, kLengths);
+  const JaxOut batched = jax_run(bv, c, c.lengths);
   const Var batched_loss = weighted(std::get<0>(batched.carry), wc) + weighted(std::get<1>(batched.carry), wd) +
                            weighted(batched.ys.first, wy) + weighted(batched.ys.second, wz);
 
@@ -203,7 +211,7 @@ void check_jax_against_alone(const Case& c) {
   const Vars av = variables(alone_tape, in);
   Var alone_loss = alone_tape.constant(scalar(0.0, f64));
   for (std::int64_t b = 0; b < kBatch; ++b) {
-    const std::int64_t length = kLengths[b];  // ys[t] belongs to xs[t], reverse or not
+    const std::int64_t length = c.lengths[b];  // ys[t] belongs to xs[t], reverse or not
     const JaxOut single = jax_run(alone(av, b, length, 1), c, {});
     const std::string at = what + ", element " + std::to_string(b);
     expect_element(std::get<0>(batched.carry), std::get<0>(single.carry), b, false, 0, length, at + ", h");
@@ -221,7 +229,10 @@ void check_jax_against_alone(const Case& c) {
 
 TEST(ScanLengths, JaxMatchesEachSequenceAlone) {
   for (bool reverse : {false, true})
-    for (std::int64_t truncate : {-1, 0, 1, 3}) check_jax_against_alone({reverse, truncate, Keep::all, {}});
+    for (std::int64_t truncate : {-1, 0, 1, 3}) {
+      check_jax_against_alone({reverse, truncate, Keep::all, {}});
+      check_jax_against_alone({reverse, truncate, Keep::all, {}, kAllLong});
+    }
 }
 
 TEST(ScanLengths, JaxCheckpointedMatchesEachSequenceAlone) {
@@ -239,9 +250,10 @@ Var flat(const Var& v) { return reshape(v, {v.numel()}); }
 TEST(ScanLengths, GradientsMatchFiniteDifferences) {
   const Inputs in = random_inputs(9);
   const std::vector<Tensor> inputs{in.x, in.h0, in.w, in.u};
+  // Truncated gradients are not derivatives: the alone runs above check those.
   for (bool reverse : {false, true})
-    for (std::int64_t truncate : {-1, 2}) {
-      const Case c{reverse, truncate, Keep::all, {}};
+    for (const Checkpoint& ck : {Checkpoint::none(), Checkpoint::every_k(2)}) {
+      const Case c{reverse, -1, Keep::all, ck};
       auto theano_f = [&](std::span<const Var> a) {
         const ScanResult r = theano_run({a[0], a[1], a[2], a[3]}, c, kLengths);
         return concat({flat(r[0]), flat(r[1])});
@@ -281,7 +293,7 @@ TEST(ScanLengths, AllZeroLengthsKeepTheInitialCarryAndGiveZeros) {
   EXPECT_EQ(max_abs_diff(std::get<1>(r.carry).value(), index(in.h0, 0, 1)), 0.0);
   EXPECT_EQ(max_abs_diff(r.ys.first.value(), zeros_like(r.ys.first.value())), 0.0);
   // The carry's gradient passes straight through; the weights get none.
-  const std::vector<Var> g = grad(std::vector<Var>{sum(std::get<0>(r.carry)) + sum(r.ys.first)}, {v.h0, v.w});
+  const std::vector<Var> g = grad(std::vector<Var>{sum(std::get<0>(r.carry)) + sum(r.ys.first)}, std::vector<Var>{v.h0, v.w});
   EXPECT_EQ(max_abs_diff(index(g[0].value(), 0, 0), ones({kBatch, kHidden}, f64)), 0.0);
   EXPECT_EQ(max_abs_diff(g[1].value(), zeros_like(g[1].value())), 0.0);
 }

@@ -403,7 +403,8 @@ class Run {
     if (o.fed_back) {
       const std::size_t end = o.history.size(), window = static_cast<std::size_t>(max_lag(*o.spec));
       std::vector<Var> shifted;
-      for (std::size_t i = end - window; i + 1 < end; ++i) shifted.push_back(mask_->keep(o.history[i + 1], o.history[i]));
+      for (std::size_t i = end - window; i + 1 < end; ++i)
+        shifted.push_back(mask_->keep(o.history[i + 1], o.history[i]));
       shifted.push_back(mask_->keep(v, o.history[end - 1]));
       o.history.insert(o.history.end(), shifted.begin(), shifted.end());
       latest = o.history.back();
