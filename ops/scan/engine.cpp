@@ -10,6 +10,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/scan/lengths_mask_detail.hpp>
 #include <recur/ops/scan/scan_scope_detail.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -44,6 +45,9 @@ void check_options(const ScanProgram& p) {
                      c.automatic, ", snapshots = ", c.snapshot_count, ", budget = ", c.budget_bytes,
                      " bytes); choose one");
 }
+
+// How many past values of a fed-back output its taps read.
+std::int64_t max_lag(const OutputSpec& o) { return -*std::min_element(o.taps.begin(), o.taps.end()); }
 
 // Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
 // sequence with taps [-4, 0] starts at its 5th element and one with [2] at its 1st.
@@ -148,7 +152,7 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
       for (auto k : o.taps)
         if (k >= 0)
           fail<ValueError>(p.face, output_name(p, j), " has tap ", k, "; output taps must be negative (past values)");
-      const std::int64_t k_max = -*std::min_element(o.taps.begin(), o.taps.end());
+      const std::int64_t k_max = max_lag(o);
       const Shape& s = o.initial.shape();
       if (o.initial_has_tap_axis) {
         if (s.empty() || s[0] < k_max)
@@ -215,6 +219,7 @@ class Run {
     reversed_ = p.n_steps && *p.n_steps < 0;
     for (std::size_t i = 0; i < p.non_sequences.size(); ++i)
       if (!p.non_sequences[i].defined()) fail<ValueError>(p.face, "non_sequence ", i, " is an undefined Var");
+    if (p.batch_lengths.given) plan_lengths();
   }
 
   ScanRun operator()() {
@@ -259,8 +264,11 @@ class Run {
       TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
     if (chain) chain->finish(live_nodes());
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
-      // Drop iterations [0, t - k): gradients stop where the last k iterations begin.
-      const auto kept_from = static_cast<std::size_t>(t - p_.truncate_gradient);
+      // Drop iterations [0, t - k): gradients stop where the last k iterations begin. With
+      // lengths each element's own last k steps may begin earlier (the mask gates the rest).
+      std::int64_t cut_end = t - p_.truncate_gradient;
+      if (mask_) cut_end = std::min(cut_end, mask_->first_needed_iteration(tap_window()));
+      const auto kept_from = static_cast<std::size_t>(cut_end);
       TapeAccess::cut_gradients(tape_, iteration_begin.front(),
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
@@ -275,6 +283,18 @@ class Run {
   }
 
  private:
+  // Per-element lengths: the batch axis of every sequence is the one after time, of every
+  // initial state its first (after the tap axis, when there is one).
+  void plan_lengths() {
+    mask_.emplace(p_.face, p_.batch_lengths, steps_, from_own_end_ != reversed_, p_.truncate_gradient);
+    for (std::size_t i = 0; i < seqs_.size(); ++i)
+      mask_->check_batch_axis(sequence_name(p_, i), p_.sequences[i].data.shape(), seqs_[i].axis + 1);
+    for (std::size_t j = 0; j < outs_.size(); ++j)
+      if (outs_[j].fed_back)
+        mask_->check_batch_axis("the initial state of " + output_name(p_, j), outs_[j].spec->initial.shape(),
+                                outs_[j].spec->initial_has_tap_axis ? 1 : 0);
+  }
+
   // The initial entries of each fed-back output: tap -j at iteration 0 is initial[L - j].
   void seed_histories() {
     for (auto& o : outs_) {
@@ -284,7 +304,7 @@ class Run {
         o.history.push_back(s.initial);
         continue;
       }
-      const std::int64_t k_max = -*std::min_element(s.taps.begin(), s.taps.end());
+      const std::int64_t k_max = max_lag(s);
       const std::int64_t len = s.initial.size(0);
       for (std::int64_t j = len - k_max; j < len; ++j) o.history.push_back(index(s.initial, 0, j));
     }
@@ -340,9 +360,14 @@ class Run {
 
     StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
     check_result(r, t);
+    if (mask_) mask_->begin_iteration(t);
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       OutputPlan& o = outs_[j];
       const Var& v = r.outputs[j];
+      if (mask_) {
+        record_masked(j, mask_->gate(v));
+        continue;
+      }
       if (o.fed_back) o.history.push_back(v);
       if (o.spec->keep == Keep::all) o.values.push_back(v);
       last_[j] = v;
@@ -359,6 +384,38 @@ class Run {
       scope_.set_override(shared, value.id());
     }
     return r.until.defined() && r.until.value().item<double>() != 0;
+  }
+
+  // The most past values any fed-back output's taps read (1 without taps).
+  std::int64_t tap_window() const {
+    std::int64_t window = 1;
+    for (const auto& o : outs_)
+      if (o.fed_back) window = std::max(window, max_lag(*o.spec));
+    return window;
+  }
+
+  // Output j's value v at an iteration that some elements may not run: those keep the window
+  // of past values their taps read (so a tap -k reads their k-th latest own value) and show
+  // zero among the stacked outputs; Keep::last returns each element's latest own value.
+  void record_masked(std::size_t j, const Var& v) {
+    OutputPlan& o = outs_[j];
+    Var latest;
+    if (o.fed_back) {
+      const std::size_t end = o.history.size(), window = static_cast<std::size_t>(max_lag(*o.spec));
+      std::vector<Var> shifted;
+      for (std::size_t i = end - window; i + 1 < end; ++i)
+        shifted.push_back(mask_->keep(o.history[i + 1], o.history[i]));
+      shifted.push_back(mask_->keep(v, o.history[end - 1]));
+      o.history.insert(o.history.end(), shifted.begin(), shifted.end());
+      latest = o.history.back();
+    } else if (o.spec->keep == Keep::last) {
+      latest = mask_->keep(v, last_[j].defined() ? last_[j] : tape_.constant(zeros(v.shape(), v.dtype())));
+    }
+    if (o.spec->keep == Keep::all) {
+      latest = mask_->zero(v);
+      o.values.push_back(latest);
+    }
+    last_[j] = latest;
   }
 
   void check_result(const StepResult& r, std::int64_t t) {
@@ -385,6 +442,7 @@ class Run {
                          to_string(v.shape()), " but must keep ", o.dtype, " of shape ", to_string(*o.shape),
                          o.fed_back ? " (its initial state's)" : " (its first step's)");
       }
+      if (t == 0 && mask_) mask_->check_batch_axis(output_name(p_, j) + " at iteration 0", v.shape(), 0);
       if (t == 0 && o.spec->keep == Keep::all)  // fail now, not after the whole loop
         normalize_axis(p_.face, o.spec->stack_axis, *o.shape, "stack axis of " + output_name(p_, j), 1);
     }
@@ -416,7 +474,7 @@ class Run {
     std::vector<std::uint32_t> keep;
     for (const auto& o : outs_)
       if (o.fed_back) {
-        const std::int64_t k_max = -*std::min_element(o.spec->taps.begin(), o.spec->taps.end());
+        const std::int64_t k_max = max_lag(*o.spec);
         for (std::size_t i = o.history.size() - std::min<std::size_t>(o.history.size(), k_max); i < o.history.size(); ++i)
           keep.push_back(o.history[i].id());
       }
@@ -445,7 +503,7 @@ class Run {
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       OutputPlan& o = outs_[j];
       if (o.fed_back) {
-        const std::int64_t k_max = -*std::min_element(o.spec->taps.begin(), o.spec->taps.end());
+        const std::int64_t k_max = max_lag(*o.spec);
         for (std::size_t i = o.history.size() - k_max; i < o.history.size(); ++i)
           carries[j].history.push_back(o.history[i].value());
       }
@@ -535,6 +593,7 @@ class Run {
   std::vector<Var> last_;
   Updates updates_;
   std::vector<Shared> implicit_;  // Shared values updated inside the step (random streams)
+  std::optional<LengthMask> mask_;  // per-element lengths, when given
 };
 
 }  // namespace

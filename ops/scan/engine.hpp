@@ -49,6 +49,7 @@ struct ScanProgram {
   std::int64_t truncate_gradient = -1;  // -1: full BPTT; k >= 0: the last k steps; else ValueError
   bool strict = false;
   Checkpoint checkpoint;
+  SequenceLengths batch_lengths;        // per batch element (lengths_mask_detail.hpp)
   // When true, outputs the step returns beyond `outputs` are added after the first step,
   // not fed back, shaped like `extra_outputs` (Theano's outputs_info=None, JAX's ys).
   // With zero steps the step is called once on zeros shaped like the sequence elements

@@ -45,6 +45,7 @@ struct JaxScanOptions {
   bool reverse = false;
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
   Checkpoint checkpoint{};              // recompute instead of keeping every step
+  SequenceLengths lengths{};            // per batch element: steps it runs (types.hpp)
 };
 
 // ---- trees: a structure of Vars <-> its leaves in order ----------------------------------

@@ -56,6 +56,7 @@ struct ScanOptions {
   bool strict = false;                  // fn may use only what is passed to scan
   Keep keep = Keep::all;                // Keep::last: return only each output's last value
   Checkpoint checkpoint{};              // recompute instead of keeping every step
+  SequenceLengths lengths{};            // per batch element: steps it runs (types.hpp)
 };
 
 struct ScanResult {

@@ -11,6 +11,7 @@
 
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
+#include <recur/core/tensor.hpp>
 
 namespace recur {
 
@@ -80,6 +81,24 @@ struct Checkpoint {
   static Checkpoint snapshots(std::int64_t s) { return {0, false, true, s, 0}; }
   static Checkpoint budget(std::size_t bytes) { return {0, false, true, 0, bytes}; }
   bool recomputes() const { return every != 0 || automatic || revolve; }
+};
+
+// Per-batch-element numbers of steps (the `lengths` option of the Theano and JAX faces).
+// Element b runs the steps at positions 0 .. lengths[b] - 1 of the loop; from there on its
+// carry stays as it was and its outputs are zero. Under reverse (go_backwards, JAX's
+// reverse) it runs positions lengths[b] - 1 down to 0, as ONNX's sequence_lens and
+// PyTorch's packed sequences do. The batch axis is axis 0 of every carry and step output,
+// and the axis after time of every sequence. Given as a std::vector<int64> or a 1-D tensor
+// of whole numbers (any dtype); scan checks size and range when it runs.
+struct SequenceLengths {
+  std::vector<std::int64_t> values{};
+  Tensor tensor{};  // used instead of values when defined
+  bool given = false;
+
+  SequenceLengths() = default;
+  SequenceLengths(std::vector<std::int64_t> v) : values(std::move(v)), given(true) {}   // NOLINT
+  SequenceLengths(std::initializer_list<std::int64_t> v) : values(v), given(true) {}   // NOLINT
+  SequenceLengths(Tensor t) : tensor(std::move(t)), given(true) {}                     // NOLINT
 };
 
 // Which values of an output scan returns.
