@@ -1,6 +1,7 @@
 #pragma once
 // recur: the one header users include.
 #include <recur/core/blas.hpp>
+#include <recur/core/blas_kernel.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/dtype.hpp>
 #include <recur/core/error.hpp>

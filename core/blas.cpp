@@ -3,6 +3,7 @@
 #include <limits>
 #include <type_traits>
 
+#include <recur/core/blas_kernel_detail.hpp>
 #include <recur/core/error.hpp>
 
 // OpenBLAS's own cblas.h (not the alternatives link): it also declares
@@ -11,6 +12,10 @@
 
 namespace recur::blas {
 namespace {
+// OpenBLAS's best kernels for this CPU before main, so before any product runs (see
+// blas_kernel.cpp). Here, beside gemm, so that every program that multiplies links it.
+[[maybe_unused]] const bool best_kernel_selected = (detail::select_best_kernel_once(), true);
+
 CBLAS_TRANSPOSE flag(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
 // Sizes past blasint's range would wrap around inside BLAS.
