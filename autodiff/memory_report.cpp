@@ -33,14 +33,12 @@ std::unordered_map<const Storage*, Holders> holders_of(const detail::NodeStore& 
   auto note = [&](const Tensor& t, std::uint32_t i, bool live) {
     if (!t.defined()) return;
     const Storage* s = t.storage().get();
-    auto [it, fresh] = holders.try_emplace(s, Holders{i, i, false, false, s->bytes()});
-    Holders& h = it->second;
+    Holders& h = holders.try_emplace(s, Holders{i, i, false, false, s->bytes()}).first->second;
     if (!h.whole && t.nbytes() == s->bytes()) {
       h.whole = true;
       h.first_whole = i;
     }
     h.live = h.live || live;
-    (void)fresh;
   };
   for (std::uint32_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];
