@@ -68,7 +68,9 @@ struct MemoryReport {
   // one buffer of each leaf's size.
   std::size_t gradient_bytes = 0;
   std::vector<OpMemory> ops;      // sorted by bytes, largest first (then by name)
-  std::vector<ScanMemory> scans;  // in recording order, an enclosing scan before those inside
+  // In recording order, an enclosing scan before those inside (a scan is listed once its
+  // loop has ended). Printing shows the first 20.
+  std::vector<ScanMemory> scans;
 
   std::string to_string() const;  // the aligned table operator<< prints
 };

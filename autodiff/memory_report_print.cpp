@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
+#include <span>
 #include <sstream>
 
 namespace recur {
@@ -81,10 +82,13 @@ std::string MemoryReport::to_string() const {
   if (!scans.empty()) {
     Table scan_table({true, false, true});
     scan_table.add({"scan", "steps", "policy", "nodes", "bytes", "replay"});
-    for (const ScanMemory& s : scans)
+    // A scan inside a long loop's step is a scan per step: the table shows the first ones.
+    constexpr std::size_t kMaxRows = 20;
+    for (const ScanMemory& s : std::span(scans).first(std::min(scans.size(), kMaxRows)))
       scan_table.add({std::string(2 * static_cast<std::size_t>(s.depth), ' ') + s.name, std::to_string(s.steps),
                       s.policy_text(), std::to_string(s.nodes), format_bytes(s.bytes), format_bytes(s.replay_bytes)});
     scan_table.print(os, "  ");
+    if (scans.size() > kMaxRows) os << "  ... and " << scans.size() - kMaxRows << " more scans\n";
   }
   return os.str();
 }

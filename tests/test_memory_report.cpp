@@ -164,16 +164,23 @@ struct TanhScan {
   }
 };
 
+// The report lists one scan with these steps and policy, and its total is bytes_held().
+void expect_one_scan(const TanhScan& run, const MemoryReport& r, std::int64_t steps, ScanPolicy policy,
+                     std::string_view text) {
+  EXPECT_EQ(r.held_bytes, run.tape.bytes_held());
+  ASSERT_EQ(r.scans.size(), 1u);
+  EXPECT_EQ(r.scans[0].steps, steps);
+  EXPECT_EQ(r.scans[0].policy, policy);
+  EXPECT_EQ(r.scans[0].policy_text(), text);
+}
+
 TEST(MemoryReport, FullTapeScanKeepsEveryStep) {
   TanhScan run(12, Checkpoint::none());
   const MemoryReport r = run.tape.memory_report();
   EXPECT_EQ(r.held_bytes, 13 * kBytes34);  // h0 and 12 steps
-  ASSERT_EQ(r.scans.size(), 1u);
-  const ScanMemory& s = r.scans[0];
+  expect_one_scan(run, r, 12, ScanPolicy::full_tape, "full tape");
+  const ScanMemory& s = r.scans.at(0);
   EXPECT_EQ(s.name, "scan #0");
-  EXPECT_EQ(s.steps, 12);
-  EXPECT_EQ(s.policy, ScanPolicy::full_tape);
-  EXPECT_EQ(s.policy_text(), "full tape");
   EXPECT_EQ(s.nodes, 12u);  // one tanh per step
   EXPECT_EQ(s.bytes, 12 * kBytes34);
   EXPECT_EQ(s.replay_bytes, 0u);
@@ -187,13 +194,9 @@ TEST(MemoryReport, EveryKKeepsOneCarryPerSegment) {
   TanhScan run(12, Checkpoint::every_k(4));
   const MemoryReport r = run.tape.memory_report();
   EXPECT_EQ(r.held_bytes, (1 + 3) * kBytes34);
-  EXPECT_EQ(r.held_bytes, run.tape.bytes_held());
-  ASSERT_EQ(r.scans.size(), 1u);
-  const ScanMemory& s = r.scans[0];
-  EXPECT_EQ(s.steps, 12);
-  EXPECT_EQ(s.policy, ScanPolicy::every_k);
+  expect_one_scan(run, r, 12, ScanPolicy::every_k, "every_k(4)");
+  const ScanMemory& s = r.scans.at(0);
   EXPECT_EQ(s.interval, 4);
-  EXPECT_EQ(s.policy_text(), "every_k(4)");
   EXPECT_EQ(s.nodes, 12u);
   EXPECT_EQ(s.bytes, 3 * kBytes34);
   EXPECT_EQ(s.replay_bytes, 3 * kBytes34);
@@ -256,13 +259,9 @@ TEST(MemoryReport, SnapshotsHoldFewerCarriesAndBoundThePeak) {
   TanhScan run(12, Checkpoint::snapshots(3), /*with_probe=*/true);
   run.add_loss();
   const MemoryReport r = run.tape.memory_report();
-  ASSERT_EQ(r.scans.size(), 1u);
-  const ScanMemory& s = r.scans[0];
-  EXPECT_EQ(s.steps, 12);
-  EXPECT_EQ(s.policy, ScanPolicy::snapshots);
+  expect_one_scan(run, r, 12, ScanPolicy::snapshots, "snapshots(3)");
+  const ScanMemory& s = r.scans.at(0);
   EXPECT_EQ(s.snapshots, 3);
-  EXPECT_EQ(s.policy_text(), "snapshots(3)");
-  EXPECT_EQ(r.held_bytes, run.tape.bytes_held());
   EXPECT_LT(r.held_bytes, full / 2);
   // At most s = 3 carries (h0 included) and one step (a tanh and its probe view): replay
   // adds at most one step and 3 carries to what is held.
@@ -308,6 +307,17 @@ TEST(MemoryReport, NestedScansAreReportedInside) {
   }
 }
 
+TEST(MemoryReport, ScansAreNamedByTheirFace) {
+  Tape tape;
+  Var h0 = tape.variable(filled({3, 4}));
+  auto [carry, ys] = jax::scan([](const Var& h) { return std::pair{tanh(h), h}; }, h0, jax::no_xs, {.length = 3});
+  (void)carry, (void)ys;
+  const MemoryReport r = tape.memory_report();
+  ASSERT_EQ(r.scans.size(), 1u);
+  EXPECT_EQ(r.scans[0].name, "jax::scan #0");
+  EXPECT_EQ(r.scans[0].steps, 3);
+}
+
 // ---- printing -------------------------------------------------------------------------------
 
 TEST(MemoryReport, BytesInHumanUnits) {
@@ -340,6 +350,24 @@ TEST(MemoryReport, PrintsAnAlignedTable) {
   for (auto l = lines.begin() + 1; l <= total; ++l) EXPECT_EQ(l->size(), lines[1].size()) << text;
   EXPECT_NE(text.find("every_k(4)"), std::string::npos) << text;
   EXPECT_EQ(run.tape.memory_report().to_string(), text);
+}
+
+TEST(MemoryReport, PrintsTheFirstTwentyScans) {
+  // An outer scan of 25 steps, each running an inner scan: 26 scans, 20 rows shown.
+  Tape tape;
+  Var h0 = tape.variable(filled({3, 4}));
+  auto r = scan(
+      [](S a) {
+        auto in = scan([](S b) { return tanh(b[0]); }, {.outputs_info = {a[0]}, .n_steps = 1, .keep = Keep::last});
+        return StepResult{in[0]};
+      },
+      {.outputs_info = {h0}, .n_steps = 25, .keep = Keep::last});
+  const MemoryReport rep = tape.memory_report();
+  ASSERT_EQ(rep.scans.size(), 26u);
+  const std::string text = rep.to_string();
+  EXPECT_NE(text.find("scan #19"), std::string::npos) << text;
+  EXPECT_EQ(text.find("scan #20"), std::string::npos) << text;
+  EXPECT_NE(text.find("... and 6 more scans"), std::string::npos) << text;
 }
 
 }  // namespace
