@@ -47,6 +47,8 @@ struct ScanMemory {
   // and saved tensors (backward holds one segment at a time), measured when the segment
   // was released. snapshots / budget: an upper bound, (s - snapshots held now) carries
   // plus one step's values, measured on the first step (the schedule never holds more).
+  // Counted: the recomputations of ranges within its nodes (an enclosing scan's segment
+  // that is exactly a step of nothing but this scan counts here too).
   std::size_t replay_bytes = 0;
   std::string policy_text() const;  // "full tape", "every_k(10)", "snapshots(4)", ...
 };

@@ -307,6 +307,36 @@ TEST(MemoryReport, NestedScansAreReportedInside) {
   }
 }
 
+TEST(MemoryReport, ACheckpointedScanInsideAnotherIsReplayedWithIt) {
+  // Outer every_k(1) over 3 steps; each step is an inner every_k(2) scan of 2 steps of
+  // probe(tanh(tanh(h))). The inner scan releases 2 tanh values per step but keeps its
+  // last probe (its result, also the outer carry), which views the last tanh's buffer:
+  // replaying it makes 4 tanh buffers. The outer segment replaces the inner ranges and
+  // replays the same: 4 * 96 B, one outer step at a time.
+  Tape tape;
+  Var h0 = tape.variable(filled({3, 4}));
+  auto r = scan(
+      [](S a) {
+        auto in = scan([](S b) { return probe(tanh(tanh(b[0]))); },
+                       {.outputs_info = {a[0]}, .n_steps = 2, .keep = Keep::last, .checkpoint = Checkpoint::every_k(2)});
+        return StepResult{in[0]};
+      },
+      {.outputs_info = {h0}, .n_steps = 3, .keep = Keep::last, .checkpoint = Checkpoint::every_k(1)});
+  Var loss = sum(r[0]);
+  const MemoryReport rep = tape.memory_report();
+  EXPECT_EQ(rep.held_bytes, (1 + 3) * kBytes34 + 8);  // h0, 3 outer carries, the loss
+  ASSERT_EQ(rep.scans.size(), 4u);
+  EXPECT_EQ(rep.scans[0].replay_bytes, 4 * kBytes34);
+  // The inner scans' own ranges were replaced by the outer segments, which here are exactly
+  // their nodes (the outer step is nothing but the inner scan): the same replay.
+  for (std::size_t k = 1; k < 4; ++k) EXPECT_EQ(rep.scans[k].replay_bytes, 4 * kBytes34);
+  EXPECT_EQ(rep.peak_bytes, rep.held_bytes + 4 * kBytes34);
+  g_probe_tape = &tape;
+  g_probe_peak = 0;
+  tape.backward(loss);
+  EXPECT_EQ(g_probe_peak, rep.peak_bytes);
+}
+
 TEST(MemoryReport, ScansAreNamedByTheirFace) {
   Tape tape;
   Var h0 = tape.variable(filled({3, 4}));
