@@ -7,14 +7,29 @@
 namespace recur {
 namespace detail {
 
+std::size_t replayed_bytes(const NodeStore& nodes, const Node& n) {
+  std::size_t bytes = 0;
+  const Storage* own = n.value.defined() ? n.value.storage().get() : nullptr;
+  if (own && std::none_of(n.inputs.begin(), n.inputs.end(), [&](std::uint32_t j) {
+        return nodes[j].value.defined() && nodes[j].value.storage().get() == own;
+      }))
+    bytes += own->bytes();
+  if (n.op)
+    for (const Tensor& t : n.op.saved())
+      if (t.defined() && t.storage().get() != own) bytes += t.storage()->bytes();
+  return bytes;
+}
+
 Recompute::~Recompute() = default;
 
 void Recompute::release(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep) {
   std::sort(keep.begin(), keep.end());
-  forget_inside(begin, end);
+  const std::size_t inner = forget_inside(begin, end);
   auto at = std::lower_bound(ranges_.begin(), ranges_.end(), begin,
                              [](const Range& r, std::uint32_t b) { return r.begin < b; });
-  release(*ranges_.insert(at, Range{begin, end, std::move(keep)}));
+  Range& range = *ranges_.insert(at, Range{begin, end, std::move(keep)});
+  range.replay_bytes = inner;  // released already: the ranges inside, replayed with this one
+  release(range);
 }
 
 Chain& Recompute::add_chain(std::uint32_t begin, ChainPolicy policy) {
@@ -31,12 +46,36 @@ std::vector<ChainStats> Recompute::chain_stats() const {
   return out;
 }
 
-void Recompute::forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except) {
-  std::erase_if(ranges_, [&](const Range& r) { return r.begin >= begin && r.end <= end; });
+std::size_t Recompute::forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except) {
+  std::size_t bytes = 0;
+  std::erase_if(ranges_, [&](const Range& r) {
+    const bool inside = r.begin >= begin && r.end <= end;
+    if (inside) bytes += r.replay_bytes;
+    return inside;
+  });
   // A chain still recording is an enclosing scan's (it may begin where an inner one does).
   std::erase_if(chains_, [&](const auto& c) {
-    return c.get() != except && c->finished() && c->begin() >= begin && c->end() <= end;
+    const bool inside = c.get() != except && c->finished() && c->begin() >= begin && c->end() <= end;
+    if (inside) bytes += c->released_bytes();
+    return inside;
   });
+  return bytes;
+}
+
+bool Recompute::all_consumed(std::uint32_t begin, std::uint32_t end) const {
+  for (std::uint32_t i = begin; i < end; ++i)
+    if (nodes_[i].op && !nodes_[i].consumed) return false;
+  return true;
+}
+
+std::size_t Recompute::replay_bytes(std::uint32_t begin, std::uint32_t end) const {
+  std::size_t most = 0;
+  for (const Range& r : ranges_)
+    if (r.begin >= begin && r.end <= end && !all_consumed(r.begin, r.end)) most = std::max(most, r.replay_bytes);
+  for (const auto& c : chains_)
+    if (c->begin() >= begin && c->end() <= end && !all_consumed(c->begin(), c->end()))
+      most = std::max(most, c->replay_bytes());
+  return most;
 }
 
 void Recompute::truncate(std::uint32_t size) {
@@ -51,11 +90,18 @@ Chain* Recompute::chain_of(std::uint32_t id) {
 }
 
 void Recompute::release(Range& range) {
+  auto released = [&](std::uint32_t i) {
+    return nodes_[i].op && !std::binary_search(range.keep.begin(), range.keep.end(), i);
+  };
+  if (!range.measured) {  // once, before anything is dropped (a view's input must still be there)
+    for (std::uint32_t i = range.begin; i < range.end; ++i)
+      if (released(i)) range.replay_bytes += replayed_bytes(nodes_, nodes_[i]);
+    range.measured = true;
+  }
   for (std::uint32_t i = range.begin; i < range.end; ++i) {
-    Node& n = nodes_[i];
-    if (n.op && !std::binary_search(range.keep.begin(), range.keep.end(), i)) {
-      n.value = Tensor();
-      n.op.drop_saved();
+    if (released(i)) {
+      nodes_[i].value = Tensor();
+      nodes_[i].op.drop_saved();
     }
   }
   range.materialized = false;

@@ -11,6 +11,11 @@
 
 namespace recur::detail {
 
+// The bytes replaying node `n` allocates again: its value's buffer unless the value is a
+// view of an input's (a replayed view is a view again), and the op's saved tensors.
+// Measured while the values are still there (before a release drops them).
+std::size_t replayed_bytes(const NodeStore& nodes, const Node& n);
+
 class Recompute {
  public:
   explicit Recompute(NodeStore& nodes) : nodes_(nodes) {}
@@ -25,8 +30,12 @@ class Recompute {
   Chain& add_chain(std::uint32_t begin, ChainPolicy policy);
   void remove_chain(const Chain* chain);
   std::vector<ChainStats> chain_stats() const;
-  // Forgets the ranges and chains inside [begin, end) (an enclosing step replays them whole).
-  void forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except = nullptr);
+  // Forgets the ranges and chains inside [begin, end) (an enclosing step replays them whole);
+  // returns the bytes their recomputation would have allocated (the encloser's now).
+  std::size_t forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except = nullptr);
+  // The most bytes one recomputation inside nodes [begin, end) adds during backward (see
+  // ScanMemory::replay_bytes); ranges and chains a backward consumed whole count 0.
+  std::size_t replay_bytes(std::uint32_t begin, std::uint32_t end) const;
   // Forgets the ranges that reach past node `size` (the tape drops those nodes).
   void truncate(std::uint32_t size);
 
@@ -46,7 +55,10 @@ class Recompute {
     std::uint32_t begin, end;
     std::vector<std::uint32_t> keep;  // sorted
     bool materialized = false;
+    bool measured = false;         // replay_bytes is known (set at the first release)
+    std::size_t replay_bytes = 0;  // what rematerializing the range allocates
   };
+  bool all_consumed(std::uint32_t begin, std::uint32_t end) const;
   Chain* chain_of(std::uint32_t id);
   void rematerialize(Range& range);
   void release(Range& range);

@@ -70,18 +70,50 @@ void Chain::choose_snapshots(const std::vector<std::uint32_t>& carried) {
   sweep_ = revolve::forward_snapshots(policy_.planned_steps, stats_.snapshots);
 }
 
+void Chain::measure_first_step(const std::vector<std::uint32_t>& carried, const std::vector<std::uint32_t>& results,
+                               std::size_t inner_bytes) {
+  stats_.step_bytes = inner_bytes;
+  for (std::uint32_t i = bounds_[0]; i < bounds_[1]; ++i)
+    if (nodes_[i].op) stats_.step_bytes += replayed_bytes(nodes_, nodes_[i]);
+  // A carry holds whole buffers, though it may be a view of a value the step drops: count
+  // each buffer once, except those of values from before the step (the initial state).
+  std::vector<const Storage*> seen;
+  for (std::uint32_t i = bounds_[0]; i < bounds_[1]; ++i)
+    for (std::uint32_t j : nodes_[i].inputs)
+      if (j < bounds_[0] && nodes_[j].value.defined()) seen.push_back(nodes_[j].value.storage().get());
+  for (std::uint32_t id : carried) {
+    const Tensor& v = nodes_[id].value;
+    if (!v.defined() || std::find(results.begin(), results.end(), id) != results.end() ||
+        std::find(seen.begin(), seen.end(), v.storage().get()) != seen.end())
+      continue;
+    seen.push_back(v.storage().get());
+    stats_.carry_bytes += v.storage()->bytes();
+  }
+}
+
+// Backward holds at most s states (the start included, which the chain does not hold)
+// and one step's values at once, plus the state an advance is at: beyond the snapshots
+// held now, s - held more carries and one step.
+std::size_t Chain::replay_bytes() const {
+  if (!finished_ || stats_.steps == 0) return 0;
+  const auto more = std::max<std::int64_t>(0, stats_.snapshots - static_cast<std::int64_t>(held_.size()));
+  return stats_.step_bytes + static_cast<std::size_t>(more) * stats_.carry_bytes;
+}
+
 void Chain::step_recorded(std::uint32_t end, const std::vector<std::uint32_t>& carried,
                           const std::vector<std::uint32_t>& results) {
   const auto u = static_cast<std::int64_t>(bounds_.size()) - 1;
   bounds_.push_back(end);
   stats_.steps = u + 1;
-  owner_.forget_inside(bounds_[u], end, this);  // scans inside the step: it is replayed whole
+  // Scans inside the step: it is replayed whole.
+  const std::size_t inner_bytes = owner_.forget_inside(bounds_[u], end, this);
   merge_into(keep_, results);
   std::vector<std::uint32_t> now;
   for (std::uint32_t id : carried)
     if (contains(id)) now.push_back(id);
   std::sort(now.begin(), now.end());
   now.erase(std::unique(now.begin(), now.end()), now.end());
+  if (u == 0) measure_first_step(now, results, inner_bytes);
   if (u == 0 && stats_.snapshots == 0) choose_snapshots(now);
 
   // The step before this one is done with, and so are the states no step will read again;

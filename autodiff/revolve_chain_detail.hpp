@@ -28,6 +28,11 @@ struct ChainStats {
   std::int64_t peak_snapshots = 0;  // most states held at once, the start included
   std::int64_t replayed_steps = 0;  // steps backward ran again
   std::int64_t steps = 0;
+  // Measured on the first step, for Tape::memory_report(): what replaying one step
+  // allocates (replayed_bytes of its op nodes) and one carried state (its carried nodes
+  // that are not also results, which stay held anyway).
+  std::size_t step_bytes = 0;
+  std::size_t carry_bytes = 0;
 };
 
 class Chain {
@@ -47,6 +52,10 @@ class Chain {
   bool contains(std::uint32_t id) const { return id >= bounds_.front() && id < bounds_.back(); }
   const ChainStats& stats() const { return stats_; }
   bool finished() const { return finished_; }
+  // For Tape::memory_report(): the most a backward adds to what the chain holds now, an
+  // upper bound (see ScanMemory::replay_bytes); and what replaying all of it allocates.
+  std::size_t replay_bytes() const;
+  std::size_t released_bytes() const { return stats_.step_bytes * static_cast<std::size_t>(stats_.steps); }
 
   // ---- backward -------------------------------------------------------------------------
   // Node `id`'s step, run again with all its values (a backward rule is about to use them).
@@ -62,6 +71,8 @@ class Chain {
   bool needed(std::uint32_t id, std::int64_t step) const;
   void drop(std::uint32_t id);
   void choose_snapshots(const std::vector<std::uint32_t>& carried);
+  void measure_first_step(const std::vector<std::uint32_t>& carried, const std::vector<std::uint32_t>& results,
+                          std::size_t inner_bytes);
   void note_held();
   // Backward: make step t's values whole (its input state restored or advanced to).
   void reverse_step(std::int64_t t);

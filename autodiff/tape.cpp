@@ -94,6 +94,7 @@ void Tape::truncate(std::uint32_t size) {
   if (recompute_) recompute_->truncate(size);
   while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();
   while (!leaf_grads_.empty() && leaf_grads_.back().node >= size) leaf_grads_.pop_back();
+  std::erase_if(scans_, [&](const detail::ScanRecord& s) { return s.end > size; });
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {

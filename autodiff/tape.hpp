@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include <recur/autodiff/memory_report.hpp>
 #include <recur/autodiff/node_store.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
@@ -82,6 +83,9 @@ class Tape : NonCopyable {
   std::uint32_t size() const { return nodes_.size(); }
   // Bytes of the distinct buffers the tape's nodes hold (what backward will need).
   std::size_t bytes_held() const;
+  // Those bytes by op and by scan, and the most backward will hold (autodiff/memory_report.hpp).
+  // Walks the nodes when called; nothing is tracked for it while recording.
+  MemoryReport memory_report() const;
 
  private:
   friend class TapeAccess;
@@ -127,6 +131,7 @@ class Tape : NonCopyable {
   std::vector<SharedRead> shared_reads_;
   std::vector<LeafGrad> leaf_grads_;
   std::unique_ptr<detail::Recompute> recompute_;  // created by the first released range
+  std::vector<detail::ScanRecord> scans_;         // one per recorded scan, for memory_report()
   std::vector<RecordingScope*> scopes_;           // innermost last
   int checking_scopes_ = 0;
   std::uint32_t lowest_consumed_ = UINT32_MAX;  // no node at or below an output consumed: no check

@@ -54,6 +54,8 @@ class TapeAccess {
   // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
   // (scan points each step's output into the stacked result instead of keeping a copy).
   static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);
+  // A scan's loop ended, its nodes recorded: noted for Tape::memory_report() (memory_report.cpp).
+  static void note_scan(Tape& tape, detail::ScanRecord record);
 
   // ---- scopes (autodiff/recording_scope.hpp) -----------------------------------------------
   static void push_scope(Tape& tape, RecordingScope* scope);

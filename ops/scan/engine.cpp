@@ -272,7 +272,25 @@ class Run {
       TapeAccess::cut_gradients(tape_, iteration_begin.front(),
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
-    return finish(t, every > 0 || revolve);
+    ScanRun run = finish(t, every > 0 || revolve);
+    if (recording) note_scan(t, every, chain ? (**chain).stats().snapshots : 0);
+    return run;
+  }
+
+  // What Tape::memory_report() says about this run: its nodes, steps and policy.
+  void note_scan(std::int64_t steps, std::int64_t every, std::int64_t snapshots) const {
+    const Checkpoint& c = p_.checkpoint;
+    detail::ScanRecord r{.info = {.name = std::string(p_.face), .steps = steps}, .begin = scope_.begin,
+                         .end = tape_.size()};
+    if (c.revolve) {
+      r.info.policy = c.snapshot_count > 0 ? ScanPolicy::snapshots : ScanPolicy::budget;
+      r.info.snapshots = snapshots;
+      r.info.budget_bytes = c.budget_bytes;
+    } else if (every > 0) {
+      r.info.policy = c.automatic ? ScanPolicy::auto_sqrt : ScanPolicy::every_k;
+      r.info.interval = every;
+    }
+    TapeAccess::note_scan(tape_, std::move(r));
   }
 
   // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream
