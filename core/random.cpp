@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include <recur/core/creation.hpp>
 
@@ -130,10 +131,17 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
     const std::int64_t n = out.numel();
     // Two draws per pair of elements; chunks are even, so a pair's draws share one.
     in_chunks(gen, n + n % 2, [&](const std::uint64_t* draws, std::int64_t first, std::int64_t count) {
+      // float32 draws do Box-Muller in float: its log, sqrt, cos and sin cost about half
+      // of double's, and the result is rounded to float anyway.
+      using Math = std::conditional_t<std::is_same_v<T, float>, float, double>;
+      auto unit = [](std::uint64_t raw) -> Math {
+        if constexpr (std::is_same_v<Math, float>) return Generator::unit_float(raw);
+        else return Generator::unit_double(raw);
+      };
       for (std::int64_t j = 0; j < count; j += 2) {
-        const double u1 = 1.0 - Generator::unit_double(draws[j]);  // (0, 1]: log(u1) is finite
-        const double u2 = Generator::unit_double(draws[j + 1]);
-        const double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * std::numbers::pi * u2;
+        const Math u1 = Math(1) - unit(draws[j]);  // (0, 1]: log(u1) is finite
+        const Math u2 = unit(draws[j + 1]);
+        const Math r = std::sqrt(Math(-2) * std::log(u1)), theta = Math(2) * std::numbers::pi_v<Math> * u2;
         const std::int64_t i = first + j;
         y[i] = static_cast<T>(mean + std * (r * std::cos(theta)));
         if (i + 1 < n) y[i + 1] = static_cast<T>(mean + std * (r * std::sin(theta)));
