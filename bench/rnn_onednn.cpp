@@ -73,48 +73,36 @@ void OnednnRnnStep::make_primitives() {
   switch (cell_) {
     case Cell::rnn: {
       const auto tanh = dnnl::algorithm::eltwise_tanh;
-      const dnnl::vanilla_rnn_forward::primitive_desc fwd(
-          dnnl::vanilla_rnn_forward::desc(kTraining, tanh, kLeftToRight, src_layer, iter, weights_layer,
-                                          weights_iter, bias, dst_layer, iter),
-          engine_);
-      const dnnl::vanilla_rnn_backward::primitive_desc bwd(
-          dnnl::vanilla_rnn_backward::desc(kBackward, tanh, kLeftToRight, src_layer, iter, weights_layer,
-                                           weights_iter, bias, dst_layer, iter, src_layer, iter, weights_layer,
-                                           weights_iter, bias, dst_layer, iter),
-          engine_, fwd);
-      forward_pd_ = fwd, backward_pd_ = bwd;
-      forward_ = dnnl::vanilla_rnn_forward(fwd), backward_ = dnnl::vanilla_rnn_backward(bwd);
+      use<dnnl::vanilla_rnn_forward, dnnl::vanilla_rnn_backward>(
+          {kTraining, tanh, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias, dst_layer, iter},
+          {kBackward, tanh, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias, dst_layer, iter,
+           src_layer, iter, weights_layer, weights_iter, bias, dst_layer, iter});
       break;
     }
-    case Cell::lstm: {
-      const dnnl::lstm_forward::primitive_desc fwd(
-          dnnl::lstm_forward::desc(kTraining, kLeftToRight, src_layer, iter, iter, weights_layer, weights_iter, bias,
-                                   dst_layer, iter, iter),
-          engine_);
-      const dnnl::lstm_backward::primitive_desc bwd(
-          dnnl::lstm_backward::desc(kBackward, kLeftToRight, src_layer, iter, iter, weights_layer, weights_iter, bias,
-                                    dst_layer, iter, iter, src_layer, iter, iter, weights_layer, weights_iter, bias,
-                                    dst_layer, iter, iter),
-          engine_, fwd);
-      forward_pd_ = fwd, backward_pd_ = bwd;
-      forward_ = dnnl::lstm_forward(fwd), backward_ = dnnl::lstm_backward(bwd);
+    case Cell::lstm:
+      use<dnnl::lstm_forward, dnnl::lstm_backward>(
+          {kTraining, kLeftToRight, src_layer, iter, iter, weights_layer, weights_iter, bias, dst_layer, iter, iter},
+          {kBackward, kLeftToRight, src_layer, iter, iter, weights_layer, weights_iter, bias, dst_layer, iter, iter,
+           src_layer, iter, iter, weights_layer, weights_iter, bias, dst_layer, iter, iter});
       break;
-    }
-    case Cell::gru: {
-      const dnnl::lbr_gru_forward::primitive_desc fwd(
-          dnnl::lbr_gru_forward::desc(kTraining, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias,
-                                      dst_layer, iter),
-          engine_);
-      const dnnl::lbr_gru_backward::primitive_desc bwd(
-          dnnl::lbr_gru_backward::desc(kBackward, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias,
-                                       dst_layer, iter, src_layer, iter, weights_layer, weights_iter, bias, dst_layer,
-                                       iter),
-          engine_, fwd);
-      forward_pd_ = fwd, backward_pd_ = bwd;
-      forward_ = dnnl::lbr_gru_forward(fwd), backward_ = dnnl::lbr_gru_backward(bwd);
+    case Cell::gru:
+      use<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward>(
+          {kTraining, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias, dst_layer, iter},
+          {kBackward, kLeftToRight, src_layer, iter, weights_layer, weights_iter, bias, dst_layer, iter, src_layer,
+           iter, weights_layer, weights_iter, bias, dst_layer, iter});
       break;
-    }
   }
+}
+
+template <class Forward, class Backward>
+void OnednnRnnStep::use(const typename Forward::desc& forward, const typename Backward::desc& backward) {
+  const typename Forward::primitive_desc forward_pd(forward, engine_);
+  // The forward's choices hint the backward's.
+  const typename Backward::primitive_desc backward_pd(backward, engine_, forward_pd);
+  forward_pd_ = forward_pd;
+  backward_pd_ = backward_pd;
+  forward_ = Forward(forward_pd);
+  backward_ = Backward(backward_pd);
 }
 
 void OnednnRnnStep::make_memories() {

@@ -32,6 +32,9 @@ class OnednnRnnStep {
 
  private:
   void make_primitives();
+  // Makes the forward training and backward primitives of one cell kind.
+  template <class Forward, class Backward>
+  void use(const typename Forward::desc& forward, const typename Backward::desc& backward);
   void make_memories();
   void make_weight_memories();
   // A buffer oneDNN allocates, zeroed.
