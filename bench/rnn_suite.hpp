@@ -1,12 +1,13 @@
 #pragma once
-// The RNN suite, shared by both sides: an Elman RNN (tanh) and an LSTM, one layer, float32,
-// in four configurations. A training step is the forward pass over T steps, the mean
+// The RNN suite, shared by all sides: an Elman RNN (tanh), an LSTM and a GRU (PyTorch's,
+// which resets after the hidden product), one layer, float32, in four configurations. A training step is the forward pass over T steps, the mean
 // squared error of every step's output against a fixed random target, and backward to
 // every weight (not to the input). TBPTT runs the M shapes over a longer sequence in
 // chunks, each chunk its own backward from the state the previous one carried, detached;
 // its training step is the whole sequence. Gradients are dropped after every step.
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,23 @@
 
 namespace bench::rnn {
 
-enum class Cell { rnn, lstm };
+enum class Cell { rnn, lstm, gru };
 
-inline const char* cell_name(Cell cell) { return cell == Cell::lstm ? "lstm" : "rnn"; }
+inline const char* cell_name(Cell cell) {
+  switch (cell) {
+    case Cell::lstm: return "lstm";
+    case Cell::gru: return "gru";
+    default: return "rnn";
+  }
+}
 // Gate count G: the weights are [G H, I] and [G H, H].
-inline std::int64_t gates(Cell cell) { return cell == Cell::lstm ? 4 : 1; }
+inline std::int64_t gates(Cell cell) {
+  switch (cell) {
+    case Cell::lstm: return 4;
+    case Cell::gru: return 3;
+    default: return 1;
+  }
+}
 
 struct Config {
   const char* name;
@@ -68,7 +81,8 @@ inline double matmul_flops(Cell cell, const Config& config) {
 }
 
 // "rnn/<cell>/<config>/<variant>": recur's variant is "recur", LibTorch's "manual" (a loop
-// of torch ops with autograd) and "nn" (torch::nn::RNN / torch::nn::LSTM).
+// of torch ops with autograd) and "nn" (torch::nn::RNN / torch::nn::LSTM), oneDNN's
+// "onednn" (its RNN primitives).
 inline std::string benchmark_name(Cell cell, const Config& config, const char* variant) {
   return std::string("rnn/") + cell_name(cell) + "/" + config.name + "/" + variant;
 }
@@ -82,12 +96,12 @@ inline void report_step(benchmark::State& state, Cell cell, const Config& config
   state.counters["loss"] = loss;
 }
 
-// Registers fn(state, cell, config) for every cell and configuration under
+// Registers fn(state, cell, config) for every cell of `cells` and every configuration under
 // benchmark_name(cell, config, variant). Every step is long, so a short minimum time is
 // enough; the repetitions (scripts/bench.sh) take care of a busy machine.
 template <class Fn>
-void register_suite(const char* variant, Fn fn) {
-  for (const Cell cell : {Cell::rnn, Cell::lstm})
+void register_suite(const char* variant, Fn fn, std::initializer_list<Cell> cells = {Cell::rnn, Cell::lstm}) {
+  for (const Cell cell : cells)
     for (const Config& config : kConfigs)
       benchmark::RegisterBenchmark(benchmark_name(cell, config, variant).c_str(),
                                    [=](benchmark::State& state) { fn(state, cell, config); })

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # One command for the benchmarks: configure and build them in Release (into build-bench or
 # the directory given), run recur_bench and, when LibTorch was found, its peer
-# recur_bench_torch with the same thread settings, then the LSTM memory programs (one
-# process per configuration, so that each peak resident set is its own), and print the
-# comparison tables.
+# recur_bench_torch, and with the RNN suite, when oneDNN was found, recur_bench_onednn, all
+# with the same thread settings, then the LSTM memory programs (one process per
+# configuration, so that each peak resident set is its own), and print the comparison tables.
 #   scripts/bench.sh [--rnn|--all] [build-dir] [extra Google Benchmark flags, e.g. --benchmark_filter=matmul]
 # Without an option: the recording-overhead, matmul, scan and LSTM-recomputation benchmarks.
-# --rnn: only the RNN suite (bench/rnn_suite.hpp: Elman RNN and LSTM, configurations S, M,
-# L and TBPTT, recur's layers against LibTorch's manual loop and torch::nn), the 2048^3
-# sgemm peak its L rows are measured against, and the memory programs of the nn::LSTM layer
-# and LibTorch's loops: about 7 minutes after the build on a quiet 2-core machine with the
-# default rounds (twice that when other jobs take the cores). --all: both, about 10 minutes.
-# The two sides run in alternating rounds (recur, LibTorch, LibTorch, recur, ...), so that a
-# slow spell of a shared machine does not fall on one side only. BENCH_ROUNDS (default 3)
+# --rnn: only the RNN suite (bench/rnn_suite.hpp: Elman RNN, LSTM and GRU, configurations
+# S, M, L and TBPTT, recur's layers against LibTorch's manual loop and torch::nn and against
+# oneDNN's RNN primitives), the 2048^3 sgemm peak its L rows are measured against, and the
+# memory programs of the nn::LSTM layer, LibTorch's loops and oneDNN's LSTM: about 7 minutes
+# after the build on a quiet 2-core machine with the default rounds without oneDNN's peer,
+# more with it (twice that when other jobs take the cores). --all: both, about 10 minutes
+# without oneDNN.
+# The sides run in alternating rounds (recur, LibTorch, oneDNN, oneDNN, LibTorch, recur, ...),
+# so that a slow spell of a shared machine does not fall on one side only. BENCH_ROUNDS (default 3)
 # rounds of BENCH_REPETITIONS (default 2) repetitions each, run in random order; the table
 # shows the fastest repetition of each benchmark over all rounds and the spread (see
 # scripts/bench_table.py).
@@ -27,18 +29,19 @@ esac
 build="${1:-build-bench}"
 shift || true
 # Which benchmarks (a filter given among the extra flags comes later and wins) and which
-# memory configurations: "program mode" pairs, the torch ones only when LibTorch was found.
+# memory configurations: "program mode" pairs, the peers' only when they were built.
 case "$suite" in
   default) filter='-rnn/'
            memory_runs=("recur_lstm_memory full_tape" "recur_lstm_memory checkpoint_auto"
                         "recur_lstm_memory_torch full_tape") ;;
   rnn) filter='^(rnn/|matmul/sgemm_peak)'
        memory_runs=("recur_lstm_memory layer_full_bptt" "recur_lstm_memory_torch manual_loop"
-                    "recur_lstm_memory_torch nn_lstm") ;;
+                    "recur_lstm_memory_torch nn_lstm" "recur_lstm_memory_onednn lstm_full_bptt") ;;
   all) filter='.'
        memory_runs=("recur_lstm_memory full_tape" "recur_lstm_memory checkpoint_auto"
                     "recur_lstm_memory layer_full_bptt" "recur_lstm_memory_torch full_tape"
-                    "recur_lstm_memory_torch manual_loop" "recur_lstm_memory_torch nn_lstm") ;;
+                    "recur_lstm_memory_torch manual_loop" "recur_lstm_memory_torch nn_lstm"
+                    "recur_lstm_memory_onednn lstm_full_bptt") ;;
 esac
 
 generator=()
@@ -50,10 +53,16 @@ if cmake --build "$build" --target help | grep -q recur_bench_torch; then
   targets+=(recur_bench_torch)
   memory_targets+=(recur_lstm_memory_torch)
 fi
+# oneDNN's peer has only the RNN suite.
+if [[ $suite != default ]] && cmake --build "$build" --target help | grep -q recur_bench_onednn; then
+  targets+=(recur_bench_onednn)
+  memory_targets+=(recur_lstm_memory_onednn)
+fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" "${memory_targets[@]}"
 
-# Identical threading on both sides: OpenBLAS with 2 threads (the binaries also set it),
-# LibTorch's pool with 2, and OpenMP workers that sleep rather than spin when idle.
+# Identical threading on all sides: OpenBLAS with 2 threads (the binaries also set it),
+# LibTorch's pool and oneDNN's OpenMP with 2, and OpenMP workers that sleep rather than spin
+# when idle.
 export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
 flags=(--benchmark_filter="$filter" --benchmark_repetitions="${BENCH_REPETITIONS:-2}"
        --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true
@@ -72,8 +81,9 @@ for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
   done
   order=($(printf '%s\n' "${order[@]}" | tac))  # the side that ran last runs first next round
 done
-jsons=()
-for t in "${targets[@]}"; do jsons+=("${rounds_of[$t]}"); done
+jsons=("${rounds_of[recur_bench]}")
+if [[ -n "${rounds_of[recur_bench_torch]:-}" ]]; then jsons+=("${rounds_of[recur_bench_torch]}"); fi
+if [[ -n "${rounds_of[recur_bench_onednn]:-}" ]]; then jsons+=(--onednn "${rounds_of[recur_bench_onednn]}"); fi
 
 memory=()
 if [[ "${BENCH_MEMORY:-1}" != 0 ]]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Prints the benchmark tables from Google Benchmark JSON files (standard library only).
 
-usage: bench_table.py RECUR_JSON[,RECUR_JSON...] [TORCH_JSON[,TORCH_JSON...]] [--memory MEMORY_JSONL]
+usage: bench_table.py RECUR_JSON[,RECUR_JSON...] [TORCH_JSON[,TORCH_JSON...]]
+                      [--onednn ONEDNN_JSON[,ONEDNN_JSON...]] [--memory MEMORY_JSONL]
 
 Several files for one side (comma-separated) are the rounds of one run: scripts/bench.sh
 runs the two sides in alternating rounds, so that a slow spell of the shared machine falls
@@ -16,20 +17,25 @@ of variation) of the repetitions. Benchmarks named paired_* run two subjects bac
 and report the median ratio ("paired_ratio"), which survives a busy machine better than
 the ratio of two separate benchmarks. The matmul/sgemm_bare row is the same bare OpenBLAS
 work in each process (a check that both sides run on equal BLAS threading). Without
-TORCH_JSON (LibTorch absent) only the recur column is printed.
+TORCH_JSON (LibTorch absent) only the recur column is printed. ONEDNN_JSON holds the RNN
+suite on oneDNN's primitives (recur_bench_onednn); an empty file (a filter that matched
+none of a program's benchmarks) counts as no results.
 
 MEMORY_JSONL holds one JSON object per line from the memory programs (bench/memory_main.hpp):
 one LSTM training step per process, its peak resident set (VmHWM) and, for recur, the bytes
-its tape held right before backward (Tape::bytes_held()).
+its tape held right before backward (Tape::bytes_held()); for oneDNN, the forward's
+workspace plus the weights in its layouts.
 
 The RNN suite (rnn/<cell>/<config>/<variant>, bench/rnn_suite.hpp) gets a table of its own:
-ms per training step of recur's layer, LibTorch's manual loop and torch::nn, and the best
-LibTorch time over recur's. Both sides report the loss of the step ("loss"), computed from
-the same data and weights, as a check that they do the same work; and the flops of the
-step's matrix products ("matmul_flops"), which over the sgemm peak (matmul/sgemm_peak,
-the larger of the two processes' measurements) give the time bound of the L rows.
+ms per training step of recur's layer, LibTorch's manual loop and torch::nn and oneDNN's
+primitives, and the best LibTorch time and oneDNN's over recur's. Every side reports the
+loss of the step ("loss"), computed from the same data and weights, as a check that they do
+the same work (a mismatch is flagged MISS); and the flops of the step's matrix products
+("matmul_flops"), which over the sgemm peak (matmul/sgemm_peak, the larger of the recur and
+LibTorch processes' measurements) give the time bound of the L rows.
 """
 import json
+import os
 import statistics
 import sys
 
@@ -46,6 +52,8 @@ MAX_CHECKPOINT_BYTES = 0.15
 # sums over ~10^6 squared errors in another order differ by about 1e-3 (recur's float32
 # reductions accumulate in float32), a different computation by far more.
 MAX_LOSS_DIFFERENCE = 5e-3
+# Issue 11: recur at least this many times faster than oneDNN, per configuration.
+MIN_SPEEDUP_VS_ONEDNN = {"S": 10.0, "M": 1.2, "L": 1.2, "TBPTT": 1.2}
 BARE = "matmul/sgemm_bare"
 MATMUL = "matmul/fwd_bwd"
 MATMUL_PAIRED = "matmul/paired_with_bare"
@@ -57,11 +65,15 @@ CHECKPOINT = "lstm/checkpoint_auto"
 LSTM_PAIRED = "lstm/paired_checkpoint_with_full"
 PEAK = "matmul/sgemm_peak"
 RNN = "rnn/"
-RNN_CELLS = ("rnn", "lstm")
+RNN_CELLS = ("rnn", "lstm", "gru")
 RNN_CONFIGS = ("S", "M", "L", "TBPTT")
 RNN_SHAPES = {"S": "B=1 I=16 H=32 T=200", "M": "B=32 I=64 H=256 T=100", "L": "B=64 I=512 H=1024 T=50",
               "TBPTT": "M, T=1000 in chunks of 50"}
-RNN_VARIANTS = ("recur", "manual", "nn")  # recur's layer; LibTorch's loop and torch::nn
+# recur's layer; LibTorch's loop and torch::nn; oneDNN's primitives. Each side's benchmark
+# names end in its own variants, so the sides' RNN results merge into one dictionary.
+RNN_VARIANTS = ("recur", "manual", "nn", "onednn")
+TORCH_VARIANTS = ("manual", "nn")
+VARIANT_TITLES = {"recur": "recur layer", "manual": "LibTorch manual", "nn": "LibTorch nn", "onednn": "oneDNN"}
 BOUND_CONFIGS = ("L",)  # the rows whose fraction of the sgemm bound is reported
 GROUPS = ("overhead/", "scan/", "lstm/", "matmul/")  # table order
 NOISY_CV = 0.10  # spread between repetitions above which the table warns
@@ -83,6 +95,8 @@ def load(paths):
     the repetitions of every file in the comma-separated `paths` pooled."""
     runs = []
     for path in paths.split(","):
+        if os.path.getsize(path) == 0:
+            continue
         with open(path) as f:
             runs += [r for r in json.load(f)["benchmarks"] if r["run_type"] == "iteration"]
     reps, paired, counters = {}, {}, {}
@@ -171,41 +185,58 @@ def fmt_ms(result):
     return f"{1e3 * seconds:.3g}" + (f" ±{100 * cv:.0f}%" if cv is not None else "")
 
 
-def rnn_table(recur, recur_counters, torch, torch_counters, checks):
-    """ms per training step per cell and configuration, and the best LibTorch variant over
-    recur; the loss agreement goes to `checks`."""
-    torch, torch_counters = torch or {}, torch_counters or {}
+def rnn_table(times, counters, checks):
+    """ms per training step per cell and configuration, the best LibTorch variant and oneDNN
+    over recur; the loss agreement and issue 11's speed targets go to `checks`. `times` and
+    `counters` hold every side's rnn/ benchmarks."""
     rows = []
     for cell in RNN_CELLS:
         for config in RNN_CONFIGS:
-            names = {v: rnn_name(cell, config, v) for v in RNN_VARIANTS}
-            if names["recur"] not in recur:
+            found = {v: times[rnn_name(cell, config, v)] for v in RNN_VARIANTS if rnn_name(cell, config, v) in times}
+            if not found:
                 continue
-            mine = recur[names["recur"]]
-            theirs = {v: torch[names[v]] for v in ("manual", "nn") if names[v] in torch}
-            ratio = "-"
-            if theirs:
-                best = min(theirs, key=lambda v: theirs[v][0])
-                ratio = f"{theirs[best][0] / mine[0]:.2f}x ({best})"
-            rows.append([cell, config, RNN_SHAPES[config], fmt_ms(mine), fmt_ms(theirs.get("manual")),
-                         fmt_ms(theirs.get("nn")), ratio])
-            loss = recur_counters.get(names["recur"], {}).get("loss")
-            for v in theirs:
-                other = torch_counters.get(names[v], {}).get("loss")
-                if loss is not None and other is not None:
-                    diff = abs(loss - other) / abs(other)
-                    checks.append((f"rnn {cell} {config}: recur's loss {loss:.6g} matches LibTorch {v}'s "
-                                   f"{other:.6g} (relative difference {diff:.1e} <= {MAX_LOSS_DIFFERENCE:g})",
-                                   diff <= MAX_LOSS_DIFFERENCE))
+            mine = found.get("recur")
+            torch = {v: found[v] for v in TORCH_VARIANTS if v in found}
+            torch_ratio = onednn_ratio = "-"
+            if mine and torch:
+                best = min(torch, key=lambda v: torch[v][0])
+                torch_ratio = f"{torch[best][0] / mine[0]:.2f}x ({best})"
+            if mine and "onednn" in found:
+                speedup = found["onednn"][0] / mine[0]
+                onednn_ratio = f"{speedup:.2f}x"
+                target = MIN_SPEEDUP_VS_ONEDNN[config]
+                checks.append((f"rnn {cell} {config}: recur {speedup:.2f}x faster than oneDNN (>= {target:g}x)",
+                               speedup >= target))
+            rows.append([cell, config, RNN_SHAPES[config]] + [fmt_ms(found.get(v)) for v in RNN_VARIANTS] +
+                        [torch_ratio, onednn_ratio])
+            loss_checks(cell, config, counters, checks)
     if not rows:
         return
     print("RNN suite: ms per training step (forward over T steps, MSE of all outputs against a fixed target, "
           "backward to all weights; float32, 2 threads)")
-    print_table(["cell", "config", "shapes", "recur layer", "LibTorch manual", "LibTorch nn", "best LibTorch / recur"],
-                rows)
+    print_table(["cell", "config", "shapes"] + [VARIANT_TITLES[v] for v in RNN_VARIANTS] +
+                ["best LibTorch / recur", "oneDNN / recur"], rows)
     print("(> 1x: recur is faster. TBPTT: the whole 1,000-step sequence, a backward per chunk, "
-          "the state detached between chunks)")
+          "the state detached between chunks. oneDNN: weights reordered from PyTorch's layout and "
+          "gradients back every step)")
     print()
+
+
+def loss_checks(cell, config, counters, checks):
+    """Every side's loss against recur's (or, without a recur row, the first side's)."""
+    losses = {v: counters[rnn_name(cell, config, v)]["loss"] for v in RNN_VARIANTS
+              if "loss" in counters.get(rnn_name(cell, config, v), {})}
+    if len(losses) < 2:
+        return
+    reference = next(iter(losses))
+    loss = losses[reference]
+    for v, other in losses.items():
+        if v == reference:
+            continue
+        diff = abs(loss - other) / abs(other)
+        checks.append((f"rnn {cell} {config}: {VARIANT_TITLES[reference]}'s loss {loss:.6g} matches "
+                       f"{VARIANT_TITLES[v]}'s {other:.6g} (relative difference {diff:.1e} <= {MAX_LOSS_DIFFERENCE:g})",
+                       diff <= MAX_LOSS_DIFFERENCE))
 
 
 def sgemm_peak(recur_counters, torch_counters):
@@ -214,24 +245,22 @@ def sgemm_peak(recur_counters, torch_counters):
     return max(peaks) if peaks else None
 
 
-def bound_table(recur, recur_counters, torch, torch_counters):
+def bound_table(times, counters, recur_counters, torch_counters):
     """For BOUND_CONFIGS: the step's matmul flops over the sgemm peak (the time bound) and
     each variant's fraction of it (bound / measured time)."""
     peak = sgemm_peak(recur_counters, torch_counters)
     if peak is None:
         return
-    sides = [("recur", recur, recur_counters), ("manual", torch or {}, torch_counters or {}),
-             ("nn", torch or {}, torch_counters or {})]
     rows = []
     for cell in RNN_CELLS:
         for config in BOUND_CONFIGS:
-            flops = next((c[rnn_name(cell, config, v)]["matmul_flops"] for v, _, c in sides
-                          if "matmul_flops" in c.get(rnn_name(cell, config, v), {})), None)
+            flops = next((counters[rnn_name(cell, config, v)]["matmul_flops"] for v in RNN_VARIANTS
+                          if "matmul_flops" in counters.get(rnn_name(cell, config, v), {})), None)
             if flops is None:
                 continue
             bound = flops / peak
             row = [cell, config, f"{flops / 1e9:.1f}", f"{1e3 * bound:.0f}"]
-            for v, times, _ in sides:
+            for v in RNN_VARIANTS:
                 t = times.get(rnn_name(cell, config, v))
                 row.append("-" if t is None else f"{1e3 * t[0]:.0f} ms: {100 * bound / t[0]:.0f}%")
             rows.append(row)
@@ -240,8 +269,8 @@ def bound_table(recur, recur_counters, torch, torch_counters):
     peaks = ", ".join(f"{side} process {c[PEAK]['flops'] / 1e9:.0f}" for side, c in
                       (("recur", recur_counters), ("LibTorch", torch_counters or {})) if "flops" in c.get(PEAK, {}))
     print(f"sgemm peak, 2048^3 on 2 threads (GFLOP/s): {peaks}; the bound uses {peak / 1e9:.0f}")
-    print_table(["cell", "config", "matmul GFLOP/step", "bound (ms)", "recur: time, bound/time",
-                 "LibTorch manual", "LibTorch nn"], rows)
+    print_table(["cell", "config", "matmul GFLOP/step", "bound (ms)"] +
+                [VARIANT_TITLES[v] + ": time, bound/time" for v in RNN_VARIANTS], rows)
     print("(matmul flops: x W_ih^T and h W_hh^T forward, dW_ih, dW_hh and dh backward)")
     print()
 
@@ -252,8 +281,9 @@ def memory_table(memory):
         before, peak = r["rss_before_bytes"], r["peak_rss_bytes"]
         rows.append([f"{side} lstm/{mode}", fmt_mib(r.get("bytes_held")), fmt_mib(peak), fmt_mib(before),
                      fmt_mib(peak - before)])
-    print_table(["one LSTM training step, own process", "tape bytes held for backward", "peak RSS (VmHWM)",
+    print_table(["one LSTM training step, own process", "bytes held for backward", "peak RSS (VmHWM)",
                  "RSS before the step", "peak - before"], rows)
+    print("(bytes held: recur's tape right before backward; oneDNN's forward workspace plus its weights)")
 
 
 def rnn_memory_lines(memory):
@@ -270,6 +300,12 @@ def rnn_memory_lines(memory):
                   f"{fmt_mib(layer['peak_rss_bytes'])} vs {fmt_mib(other['peak_rss_bytes'])} "
                   f"({layer['peak_rss_bytes'] / other['peak_rss_bytes']:.2f}x); peak - before "
                   f"{fmt_mib(grow)} vs {fmt_mib(other_grow)} ({grow / other_grow:.2f}x)")
+    onednn = memory.get(("onednn", "lstm_full_bptt"))
+    if onednn:
+        print(f"LSTM B=16 I=64 H=256 T=2000, recur nn::LSTM full BPTT vs oneDNN: peak RSS "
+              f"{fmt_mib(layer['peak_rss_bytes'])} vs {fmt_mib(onednn['peak_rss_bytes'])} "
+              f"({layer['peak_rss_bytes'] / onednn['peak_rss_bytes']:.2f}x); held for backward "
+              f"{fmt_mib(layer['bytes_held'])} (tape) vs {fmt_mib(onednn['bytes_held'])} (workspace plus weights)")
 
 
 def matmul_lines(recur, paired, torch, torch_paired, checks):
@@ -329,25 +365,37 @@ def lstm_lines(recur, paired, memory, checks):
                        f"({100 * held:.1f}%)", held <= MAX_CHECKPOINT_BYTES))
 
 
+def take_option(args, name):
+    """Removes `name VALUE` from args and returns VALUE (None when absent)."""
+    if name not in args:
+        return None
+    i = args.index(name)
+    if i + 1 >= len(args):
+        sys.exit(__doc__)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def main(argv):
     args = argv[1:]
-    memory_path = None
-    if "--memory" in args:
-        i = args.index("--memory")
-        if i + 1 >= len(args):
-            sys.exit(__doc__)
-        memory_path = args[i + 1]
-        del args[i:i + 2]
+    memory_path, onednn_paths = take_option(args, "--memory"), take_option(args, "--onednn")
     if len(args) not in (1, 2):
         sys.exit(__doc__)
     recur, paired, recur_counters = load(args[0])
     torch, torch_paired, torch_counters = load(args[1]) if len(args) == 2 else (None, {}, {})
+    onednn, _, onednn_counters = load(onednn_paths) if onednn_paths else ({}, {}, {})
     memory = load_memory(memory_path) if memory_path else {}
+    # The RNN suite's results of every side, by benchmark name (the variants tell the sides apart).
+    rnn_times, rnn_counters = {}, {}
+    for times, counters in ((recur, recur_counters), (torch or {}, torch_counters), (onednn, onednn_counters)):
+        rnn_times.update((n, t) for n, t in times.items() if n.startswith(RNN))
+        rnn_counters.update((n, c) for n, c in counters.items() if n.startswith(RNN))
 
     checks = []
     time_table(recur, torch)
-    rnn_table(recur, recur_counters, torch, torch_counters, checks)
-    bound_table(recur, recur_counters, torch, torch_counters)
+    rnn_table(rnn_times, rnn_counters, checks)
+    bound_table(rnn_times, rnn_counters, recur_counters, torch_counters)
     if memory:
         memory_table(memory)
         rnn_memory_lines(memory)
@@ -361,7 +409,7 @@ def main(argv):
     scan_lines(recur, paired, torch, checks)
     lstm_lines(recur, paired, memory, checks)
     matmul_lines(recur, paired, torch, torch_paired, checks)
-    if any(cv is not None and cv > NOISY_CV for side in (recur, torch or {}) for _, cv in side.values()):
+    if any(cv is not None and cv > NOISY_CV for side in (recur, torch or {}, onednn) for _, cv in side.values()):
         print(f"note: some benchmarks vary by more than {100 * NOISY_CV:.0f}% between repetitions "
               "(busy machine); rerun with more repetitions (BENCH_REPETITIONS) when it is quiet")
     print()
