@@ -1,5 +1,6 @@
 #pragma once
-// The RNN suite, shared by both sides: an Elman RNN (tanh) and an LSTM, one layer, float32,
+// The RNN suite, shared by both sides: an Elman RNN (tanh), an LSTM and a GRU (PyTorch's
+// form), one layer, float32,
 // in four configurations. A training step is the forward pass over T steps, the mean
 // squared error of every step's output against a fixed random target, and backward to
 // every weight (not to the input). TBPTT runs the M shapes over a longer sequence in
@@ -14,11 +15,11 @@
 
 namespace bench::rnn {
 
-enum class Cell { rnn, lstm };
+enum class Cell { rnn, lstm, gru };
 
-inline const char* cell_name(Cell cell) { return cell == Cell::lstm ? "lstm" : "rnn"; }
+inline const char* cell_name(Cell cell) { return cell == Cell::lstm ? "lstm" : (cell == Cell::gru ? "gru" : "rnn"); }
 // Gate count G: the weights are [G H, I] and [G H, H].
-inline std::int64_t gates(Cell cell) { return cell == Cell::lstm ? 4 : 1; }
+inline std::int64_t gates(Cell cell) { return cell == Cell::lstm ? 4 : (cell == Cell::gru ? 3 : 1); }
 
 struct Config {
   const char* name;
@@ -68,7 +69,7 @@ inline double matmul_flops(Cell cell, const Config& config) {
 }
 
 // "rnn/<cell>/<config>/<variant>": recur's variant is "recur", LibTorch's "manual" (a loop
-// of torch ops with autograd) and "nn" (torch::nn::RNN / torch::nn::LSTM).
+// of torch ops with autograd) and "nn" (torch::nn::RNN / LSTM / GRU).
 inline std::string benchmark_name(Cell cell, const Config& config, const char* variant) {
   return std::string("rnn/") + cell_name(cell) + "/" + config.name + "/" + variant;
 }
@@ -87,7 +88,7 @@ inline void report_step(benchmark::State& state, Cell cell, const Config& config
 // enough; the repetitions (scripts/bench.sh) take care of a busy machine.
 template <class Fn>
 void register_suite(const char* variant, Fn fn) {
-  for (const Cell cell : {Cell::rnn, Cell::lstm})
+  for (const Cell cell : {Cell::rnn, Cell::lstm, Cell::gru})
     for (const Config& config : kConfigs)
       benchmark::RegisterBenchmark(benchmark_name(cell, config, variant).c_str(),
                                    [=](benchmark::State& state) { fn(state, cell, config); })
