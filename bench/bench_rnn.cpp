@@ -1,4 +1,4 @@
-// The RNN suite on recur's layers nn::RNN and nn::LSTM (rnn_recur.hpp); the LibTorch side
+// The RNN suite on recur's layers nn::RNN, LSTM and GRU (rnn_recur.hpp); the LibTorch side
 // is torch_rnn.cpp.
 #include "rnn_recur.hpp"
 

@@ -23,6 +23,10 @@ RecurRnnStep::RecurRnnStep(Cell cell, const rnn::Config& config)
     const recur::nn::LSTM layer(options, gen);
     parameters_ = layer;
     layer_ = layer;
+  } else if (cell == Cell::gru) {
+    const recur::nn::GRU layer(options, gen);
+    parameters_ = layer;
+    layer_ = [layer](const Var& input, const Var& h0, const Var&) { return layer(input, h0); };
   } else {
     const recur::nn::RNN layer(options, gen);
     parameters_ = layer;

@@ -1,5 +1,5 @@
 #pragma once
-// The recur side of the RNN suite (rnn_suite.hpp): recur's layers nn::RNN and nn::LSTM
+// The recur side of the RNN suite (rnn_suite.hpp): recur's layers nn::RNN, LSTM and GRU
 // (ops/nn/recurrent.hpp), with the suite's weights. Full BPTT runs on one tape; TBPTT runs
 // through nn::TruncatedBptt, which starts each chunk from the carried state as constants on
 // a new tape. Shared by recur_bench (time) and recur_lstm_memory (memory).
@@ -20,7 +20,7 @@ class RecurRnnStep {
   double step(std::size_t* bytes_held = nullptr) const;
 
  private:
-  // The layer's call: (input, h0, c0); c0 is ignored by the RNN.
+  // The layer's call: (input, h0, c0); c0 is ignored by the RNN and the GRU.
   using Layer = std::function<recur::nn::RecurrentOutput(const recur::Var&, const recur::Var&, const recur::Var&)>;
   double full_bptt(std::size_t* bytes_held) const;
   double truncated() const;

@@ -1,6 +1,7 @@
 #pragma once
 // The RNN suite, shared by all sides: an Elman RNN (tanh), an LSTM and a GRU (PyTorch's,
-// which resets after the hidden product), one layer, float32, in four configurations. A training step is the forward pass over T steps, the mean
+// which resets after the hidden product), one layer, float32, in four configurations. A
+// training step is the forward pass over T steps, the mean
 // squared error of every step's output against a fixed random target, and backward to
 // every weight (not to the input). TBPTT runs the M shapes over a longer sequence in
 // chunks, each chunk its own backward from the state the previous one carried, detached;
@@ -81,7 +82,7 @@ inline double matmul_flops(Cell cell, const Config& config) {
 }
 
 // "rnn/<cell>/<config>/<variant>": recur's variant is "recur", LibTorch's "manual" (a loop
-// of torch ops with autograd) and "nn" (torch::nn::RNN / torch::nn::LSTM), oneDNN's
+// of torch ops with autograd) and "nn" (torch::nn::RNN / LSTM / GRU), oneDNN's
 // "onednn" (its RNN primitives).
 inline std::string benchmark_name(Cell cell, const Config& config, const char* variant) {
   return std::string("rnn/") + cell_name(cell) + "/" + config.name + "/" + variant;
@@ -100,7 +101,7 @@ inline void report_step(benchmark::State& state, Cell cell, const Config& config
 // benchmark_name(cell, config, variant). Every step is long, so a short minimum time is
 // enough; the repetitions (scripts/bench.sh) take care of a busy machine.
 template <class Fn>
-void register_suite(const char* variant, Fn fn, std::initializer_list<Cell> cells = {Cell::rnn, Cell::lstm}) {
+void register_suite(const char* variant, Fn fn, std::initializer_list<Cell> cells = {Cell::rnn, Cell::lstm, Cell::gru}) {
   for (const Cell cell : cells)
     for (const Config& config : kConfigs)
       benchmark::RegisterBenchmark(benchmark_name(cell, config, variant).c_str(),

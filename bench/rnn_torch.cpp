@@ -17,13 +17,17 @@ TorchRnnStep::TorchRnnStep(Cell cell, const rnn::Config& config, Variant variant
   if (variant == Variant::nn) {
     if (cell == Cell::lstm)
       lstm_ = torch::nn::LSTM(torch::nn::LSTMOptions(config.input, config.hidden));
+    else if (cell == Cell::gru)
+      gru_ = torch::nn::GRU(torch::nn::GRUOptions(config.input, config.hidden));
     else
       rnn_ = torch::nn::RNN(torch::nn::RNNOptions(config.input, config.hidden).nonlinearity(torch::kTanh));
   }
   // The module's parameters take the suite's values; the manual loop makes its own leaves.
   const torch::OrderedDict<std::string, torch::Tensor> module_params =
-      variant == Variant::nn ? (cell == Cell::lstm ? lstm_->named_parameters() : rnn_->named_parameters())
-                             : torch::OrderedDict<std::string, torch::Tensor>();
+      variant != Variant::nn ? torch::OrderedDict<std::string, torch::Tensor>()
+      : cell == Cell::lstm   ? lstm_->named_parameters()
+      : cell == Cell::gru    ? gru_->named_parameters()
+                             : rnn_->named_parameters();
   for (const rnn::ParamSpec& p : rnn::param_specs(cell, config)) {
     const torch::Tensor value = uniform_tensor(p.shape, -bound, bound, p.seed);
     if (variant == Variant::nn) {
@@ -52,6 +56,16 @@ torch::Tensor TorchRnnStep::manual_loop(const torch::Tensor& xs, State& state) c
   hs.reserve(static_cast<std::size_t>(xs.size(0)));
   torch::Tensor h = state.h, c = state.c;
   for (std::int64_t t = 0; t < xs.size(0); ++t) {
+    if (cell_ == Cell::gru) {
+      // PyTorch's gate order and form: reset, update, new; r scales h W_hn^T + b_hn.
+      const std::vector<torch::Tensor> x = F::linear(xs[t], w_ih, b_ih).chunk(3, 1);
+      const std::vector<torch::Tensor> p = F::linear(h, w_hh, b_hh).chunk(3, 1);
+      const torch::Tensor r = torch::sigmoid(x[0] + p[0]), z = torch::sigmoid(x[1] + p[1]);
+      const torch::Tensor n = torch::tanh(x[2] + r * p[2]);
+      h = (1 - z) * n + z * h;
+      hs.push_back(h);
+      continue;
+    }
     const torch::Tensor pre = F::linear(xs[t], w_ih, b_ih) + F::linear(h, w_hh, b_hh);
     if (cell_ == Cell::lstm) {
       // PyTorch's gate order: input, forget, cell, output
@@ -72,6 +86,11 @@ torch::Tensor TorchRnnStep::forward(const torch::Tensor& xs, State& state) {
   if (cell_ == Cell::lstm) {
     auto [out, hc] = lstm_->forward(xs, std::make_tuple(state.h, state.c));
     state = {std::get<0>(hc), std::get<1>(hc)};
+    return out;
+  }
+  if (cell_ == Cell::gru) {
+    auto [out, h] = gru_->forward(xs, state.h);
+    state = {h, torch::Tensor()};
     return out;
   }
   auto [out, h] = rnn_->forward(xs, state.h);

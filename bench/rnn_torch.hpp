@@ -1,7 +1,7 @@
 #pragma once
 // The LibTorch side of the RNN suite (rnn_suite.hpp), in two variants: a manual loop of
 // torch ops with autograd (two linear maps and the pointwise cell per step, how a custom
-// recurrence is written in LibTorch) and torch::nn::RNN / torch::nn::LSTM. Shared by
+// recurrence is written in LibTorch) and torch::nn::RNN / LSTM / GRU. Shared by
 // recur_bench_torch (time) and recur_lstm_memory_torch (memory).
 #include <vector>
 
@@ -34,6 +34,7 @@ class TorchRnnStep {
   std::vector<torch::Tensor> weights_;  // weight_ih, weight_hh, bias_ih, bias_hh (leaves)
   torch::nn::RNN rnn_{nullptr};
   torch::nn::LSTM lstm_{nullptr};
+  torch::nn::GRU gru_{nullptr};
 };
 
 }  // namespace bench

@@ -1,5 +1,5 @@
 // The LibTorch side of bench_rnn.cpp: the RNN suite as a manual loop with autograd and as
-// torch::nn::RNN / torch::nn::LSTM (rnn_torch.hpp).
+// torch::nn::RNN / LSTM / GRU (rnn_torch.hpp).
 #include "rnn_torch.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // The fused layer direction (ops/nn/fused_recurrence.hpp) against the scan of per-step ops
 // it replaces (detail::scan_recurrence, itself checked against PyTorch and finite
 // differences): values and every gradient in float64, for both cells, both directions,
-// with and without biases, and every kind of truncation; a second backward through the
+// with and without biases, and every kind of truncation (GRU in both of its forms); a second backward through the
 // same node; the bytes the tape reports; argument errors that record nothing.
 // Finite-difference checks of the op are rows of tests/grad_cases/recurrent.cpp.
 #include <gtest/gtest.h>
@@ -23,10 +23,14 @@ struct Case {
   Nonlinearity act;
   bool reverse, bias;
   std::int64_t truncate;
+  bool linear_before_reset = true;  // GRU only
 };
 
 std::string describe(const Case& c) {
-  return std::string(c.kind == CellKind::lstm ? "lstm" : (c.act == Nonlinearity::relu ? "rnn_relu" : "rnn_tanh")) +
+  const std::string gru = c.linear_before_reset ? "gru" : "gru onnx";
+  return std::string(c.kind == CellKind::lstm  ? "lstm"
+                     : c.kind == CellKind::gru ? gru
+                                               : (c.act == Nonlinearity::relu ? "rnn_relu" : "rnn_tanh")) +
          (c.reverse ? " reverse" : "") + (c.bias ? "" : " no bias") + " truncate " + std::to_string(c.truncate);
 }
 
@@ -36,7 +40,7 @@ struct Inputs {
 
 Inputs make_inputs(const Case& c, std::int64_t steps, std::int64_t batch, std::int64_t in, std::int64_t n,
                    Generator& gen) {
-  const std::int64_t gh = (c.kind == CellKind::lstm ? 4 : 1) * n;
+  const std::int64_t gh = (c.kind == CellKind::lstm ? 4 : (c.kind == CellKind::gru ? 3 : 1)) * n;
   Inputs v;
   v.x = normal({steps, batch, in}, 0, 1, gen, f64);
   v.w_ih = normal({gh, in}, 0, 0.5, gen, f64);
@@ -64,7 +68,8 @@ Result run(const Case& c, const Inputs& v, bool fused) {
     leaves.push_back(tape.variable(v.b_hh));
   }
   const CellWeights w{leaves[1], leaves[2], c.bias ? leaves[lstm ? 5 : 4] : Var(), c.bias ? leaves[lstm ? 6 : 5] : Var()};
-  const FusedRecurrenceOptions o{.kind = c.kind, .nonlinearity = c.act, .reverse = c.reverse,
+  const FusedRecurrenceOptions o{.kind = c.kind, .nonlinearity = c.act,
+                                 .linear_before_reset = c.linear_before_reset, .reverse = c.reverse,
                                  .truncate_gradient = c.truncate};
   const Var c0 = lstm ? leaves[4] : Var();
   const Var out = fused ? fused_recurrence(o, leaves[0], w, leaves[3], c0)
@@ -73,6 +78,19 @@ Result run(const Case& c, const Inputs& v, bool fused) {
   Result r{out.value(), {}};
   for (const Var& g : grad(std::span<const Var>(&loss, 1), leaves)) r.grads.push_back(g.value());
   return r;
+}
+
+void expect_fused_matches_scan(const Case& c, std::int64_t steps, Generator& gen) {
+  const Inputs v = make_inputs(c, steps, 3, 4, 3, gen);
+  const Result fused = run(c, v, true), scanned = run(c, v, false);
+  EXPECT_LT(max_abs_diff(fused.out, scanned.out), 1e-13) << describe(c);
+  ASSERT_EQ(fused.grads.size(), scanned.grads.size());
+  for (std::size_t i = 0; i < fused.grads.size(); ++i) {
+    EXPECT_LT(max_abs_diff(fused.grads[i], scanned.grads[i]), 1e-12) << describe(c) << ", gradient " << i;
+    if (c.truncate < 0 || c.truncate >= steps) {  // the comparison is not of zeros
+      EXPECT_GT(max_abs_diff(fused.grads[i], zeros_like(fused.grads[i])), 0.0) << describe(c) << ", gradient " << i;
+    }
+  }
 }
 
 TEST(FusedRecurrence, MatchesTheScanOfCellsInValuesAndEveryGradient) {
@@ -87,13 +105,58 @@ TEST(FusedRecurrence, MatchesTheScanOfCellsInValuesAndEveryGradient) {
   cases.push_back({CellKind::rnn, Nonlinearity::relu, true, false, 2});
   cases.push_back({CellKind::lstm, Nonlinearity::tanh, false, false, -1});
   cases.push_back({CellKind::lstm, Nonlinearity::tanh, true, false, 2});
-  for (const Case& c : cases) {
-    const Inputs v = make_inputs(c, steps, 3, 4, 3, gen);
-    const Result fused = run(c, v, true), scanned = run(c, v, false);
-    EXPECT_LT(max_abs_diff(fused.out, scanned.out), 1e-13) << describe(c);
-    ASSERT_EQ(fused.grads.size(), scanned.grads.size());
-    for (std::size_t i = 0; i < fused.grads.size(); ++i)
-      EXPECT_LT(max_abs_diff(fused.grads[i], scanned.grads[i]), 1e-12) << describe(c) << ", gradient " << i;
+  for (const Case& c : cases) expect_fused_matches_scan(c, steps, gen);
+}
+
+TEST(FusedRecurrence, GruInBothFormsMatchesTheScanOfCells) {
+  Generator gen(17);
+  const std::int64_t steps = 7;
+  for (bool lbr : {true, false}) {
+    for (bool reverse : {false, true})
+      for (std::int64_t truncate : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, steps, steps + 2})
+        expect_fused_matches_scan({CellKind::gru, Nonlinearity::tanh, reverse, true, truncate, lbr}, steps, gen);
+    expect_fused_matches_scan({CellKind::gru, Nonlinearity::tanh, false, false, -1, lbr}, steps, gen);
+    expect_fused_matches_scan({CellKind::gru, Nonlinearity::tanh, true, false, 2, lbr}, steps, gen);
+    for (bool reverse : {false, true})  // one step: h0 is the only previous state
+      expect_fused_matches_scan({CellKind::gru, Nonlinearity::tanh, reverse, true, -1, lbr}, 1, gen);
+  }
+}
+
+// The scan reference of ONNX's GRU form is new beside PyTorch's (whose cells the PyTorch
+// fixtures check): one step by hand, h' = (1 - z) n + z h with
+// n = tanh(x W_in^T + b_in + (r h) W_hn^T + b_hn).
+TEST(FusedRecurrence, OnnxGruStepByHand) {
+  Generator gen(18);
+  const std::int64_t batch = 2, in = 3, n = 2;
+  const Case c{CellKind::gru, Nonlinearity::tanh, false, true, -1, false};
+  const Inputs v = make_inputs(c, 1, batch, in, n, gen);
+  Tape tape;
+  const CellWeights w{tape.constant(v.w_ih), tape.constant(v.w_hh), tape.constant(v.b_ih), tape.constant(v.b_hh)};
+  const Tensor x0 = index(v.x, 0, 0);
+  const Tensor cell = gru_cell(tape.constant(x0), tape.constant(v.h0), w, false).value();
+  const Tensor fused = fused_recurrence({.kind = CellKind::gru, .linear_before_reset = false}, tape.constant(v.x), w,
+                                        tape.constant(v.h0)).value();
+  auto sig = [](double a) { return 1 / (1 + std::exp(-a)); };
+  for (std::int64_t b = 0; b < batch; ++b) {
+    auto xw = [&](std::int64_t row) {  // (x W_ih^T + b_ih)[b, row]
+      double s = v.b_ih.at({row});
+      for (std::int64_t k = 0; k < in; ++k) s += x0.at({b, k}) * v.w_ih.at({row, k});
+      return s;
+    };
+    auto hw = [&](std::int64_t row, const std::vector<double>& h) {  // (h W_hh^T + b_hh)[row]
+      double s = v.b_hh.at({row});
+      for (std::int64_t k = 0; k < n; ++k) s += h[static_cast<std::size_t>(k)] * v.w_hh.at({row, k});
+      return s;
+    };
+    std::vector<double> h(static_cast<std::size_t>(n)), rh(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) h[static_cast<std::size_t>(j)] = v.h0.at({b, j});
+    for (std::int64_t j = 0; j < n; ++j) rh[static_cast<std::size_t>(j)] = sig(xw(j) + hw(j, h)) * h[static_cast<std::size_t>(j)];
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double z = sig(xw(n + j) + hw(n + j, h)), cand = std::tanh(xw(2 * n + j) + hw(2 * n + j, rh));
+      const double want = (1 - z) * cand + z * h[static_cast<std::size_t>(j)];
+      EXPECT_NEAR(cell.at({b, j}), want, 1e-14) << "b " << b << " j " << j;
+      EXPECT_NEAR(fused.at({0, b, j}), want, 1e-14) << "b " << b << " j " << j;
+    }
   }
 }
 
@@ -144,14 +207,17 @@ TEST(FusedRecurrence, TruncationByHand) {
 TEST(FusedRecurrence, RecordedGradientEqualsThePlainOne) {
   Generator gen(16);
   for (const Case& c : {Case{CellKind::lstm, Nonlinearity::tanh, false, true, -1},
-                        Case{CellKind::rnn, Nonlinearity::tanh, true, true, 2}}) {
+                        Case{CellKind::rnn, Nonlinearity::tanh, true, true, 2},
+                        Case{CellKind::gru, Nonlinearity::tanh, false, true, -1, true},
+                        Case{CellKind::gru, Nonlinearity::tanh, true, true, 3, false}}) {
     const Inputs v = make_inputs(c, 4, 2, 3, 2, gen);
     Tensor plain, recorded;
     for (bool create_graph : {false, true}) {
       Tape tape;
       const Var w_hh = tape.variable(v.w_hh), x = tape.constant(v.x), h0 = tape.constant(v.h0);
       const Var w_ih = tape.constant(v.w_ih), c0 = c.kind == CellKind::lstm ? tape.constant(v.c0) : Var();
-      const FusedRecurrenceOptions o{.kind = c.kind, .reverse = c.reverse, .truncate_gradient = c.truncate};
+      const FusedRecurrenceOptions o{.kind = c.kind, .linear_before_reset = c.linear_before_reset,
+                                     .reverse = c.reverse, .truncate_gradient = c.truncate};
       const Var out = fused_recurrence(o, x, {w_ih, w_hh}, h0, c0);
       const Var loss = sum(out * out);
       (create_graph ? recorded : plain) = grad(loss, w_hh, {.create_graph = create_graph}).value();
@@ -162,17 +228,21 @@ TEST(FusedRecurrence, RecordedGradientEqualsThePlainOne) {
 
 TEST(FusedRecurrence, SecondBackwardThroughTheSameNodeRecomputes) {
   Generator gen(12);
-  const Case c{CellKind::lstm, Nonlinearity::tanh, false, true, -1};
-  const Inputs v = make_inputs(c, 4, 2, 3, 2, gen);
-  Tape tape;
-  const Var x = tape.variable(v.x), w_ih = tape.variable(v.w_ih), w_hh = tape.variable(v.w_hh);
-  const Var h0 = tape.constant(v.h0), c0 = tape.constant(v.c0);
-  const Var out = fused_recurrence({}, x, {w_ih, w_hh, tape.constant(v.b_ih), tape.constant(v.b_hh)}, h0, c0);
-  const Var loss = sum(out * tape.constant(v.weight));
-  const std::vector<Var> first = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
-  const std::vector<Var> second = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
-  EXPECT_EQ(max_abs_diff(first[0].value(), second[0].value()), 0.0);
-  EXPECT_EQ(max_abs_diff(first[1].value(), second[1].value()), 0.0);
+  for (const Case& c : {Case{CellKind::lstm, Nonlinearity::tanh, false, true, -1},
+                        Case{CellKind::gru, Nonlinearity::tanh, false, true, -1, true},
+                        Case{CellKind::gru, Nonlinearity::tanh, true, true, -1, false}}) {
+    const Inputs v = make_inputs(c, 4, 2, 3, 2, gen);
+    Tape tape;
+    const Var x = tape.variable(v.x), w_ih = tape.variable(v.w_ih), w_hh = tape.variable(v.w_hh);
+    const Var h0 = tape.constant(v.h0), c0 = tape.constant(v.c0);
+    const FusedRecurrenceOptions o{.kind = c.kind, .linear_before_reset = c.linear_before_reset, .reverse = c.reverse};
+    const Var out = fused_recurrence(o, x, {w_ih, w_hh, tape.constant(v.b_ih), tape.constant(v.b_hh)}, h0, c0);
+    const Var loss = sum(out * tape.constant(v.weight));
+    const std::vector<Var> first = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
+    const std::vector<Var> second = grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh});
+    EXPECT_EQ(max_abs_diff(first[0].value(), second[0].value()), 0.0) << describe(c);
+    EXPECT_EQ(max_abs_diff(first[1].value(), second[1].value()), 0.0) << describe(c);
+  }
 }
 
 TEST(FusedRecurrence, TapeCountsTheSavedActivationsAndCells) {
@@ -258,8 +328,18 @@ TEST(FusedRecurrence, BadArgumentsNameTheShapesAndRecordNothing) {
       tape, [&] { fused_recurrence({}, no_steps, {w_ih, w_hh}, h0, h0); }, {"'x' [0, 2, 4]"});
   expect_clean_failure<DTypeError>(
       tape, [&] { fused_recurrence({}, x, {w_ih, w_hh}, h0, single); }, {"float64", "float32"});
-  expect_clean_failure<ValueError>(tape, [&] { fused_recurrence({.kind = CellKind::gru}, x, {w_ih, w_hh}, h0); },
-                                   {"GRU"});
+  expect_clean_failure<ShapeError>(tape, [&] { fused_recurrence({.kind = CellKind::gru}, x, {w_ih, w_hh}, h0); },
+                                   {"fused_recurrence", "'w_ih' [20, 4]", "w_ih [3*H, I]"});
+  const Var w_ih3 = tape.variable(zeros({15, 4}, f64)), w_hh3 = tape.variable(zeros({15, 5}, f64));
+  const Var short_bias = tape.variable(zeros({10}, f64));
+  for (bool lbr : {true, false}) {
+    const FusedRecurrenceOptions o{.kind = CellKind::gru, .linear_before_reset = lbr};
+    expect_clean_failure<ShapeError>(tape, [&] { fused_recurrence(o, x, {w_ih3, w_hh3, short_bias}, h0); },
+                                     {"fused_recurrence", "'b_ih' [10]", "biases [3*H]"});
+    expect_clean_failure<ShapeError>(tape, [&] { fused_recurrence(o, x, {w_ih3, w_hh3}, narrow); },
+                                     {"fused_recurrence", "'h0' [2, 4]"});
+    EXPECT_EQ(fused_recurrence(o, x, {w_ih3, w_hh3}, h0).shape(), (Shape{3, 2, 5}));
+  }
 }
 
 }  // namespace

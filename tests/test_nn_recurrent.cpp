@@ -175,6 +175,40 @@ TEST(RecurrentLayers, CheckpointingChangesNothing) {
     EXPECT_LT(max_abs_diff(p.grad(), checkpointed.parameter(name).grad()), 1e-13) << name;
 }
 
+// The same for a GRU in both forms, two layers, both directions, truncated, from a given h0
+// (the layer's fused path against its scan of cells).
+TEST(RecurrentLayers, GruRunsFusedAsItsScanInBothForms) {
+  Generator gen(9);
+  for (bool lbr : {true, false})
+    for (std::int64_t truncate : {std::int64_t{-1}, std::int64_t{3}}) {
+      RecurrentOptions o = options(2, true);
+      o.linear_before_reset = lbr;
+      o.truncate_gradient = truncate;
+      const GRU plain(o, gen);
+      o.checkpoint = Checkpoint::every_k(2);
+      const GRU checkpointed(o, gen);
+      copy_parameters(plain, checkpointed);
+      const Tensor xs = normal({kT, kB, kI}, 0, 1, gen, f64), h0s = normal({4, kB, kH}, 0, 1, gen, f64);
+      Tensor outs[2], dx[2], dh0[2];
+      for (int k = 0; k < 2; ++k) {
+        Tape tape;
+        const Var x = tape.variable(xs), h0 = tape.variable(h0s);
+        const RecurrentOutput r = (k == 0 ? plain : checkpointed)(x, h0);
+        tape.backward(sum(r.output * r.output) + sum(r.h_n));
+        outs[k] = r.output.value();
+        dx[k] = x.grad();
+        dh0[k] = h0.grad();
+      }
+      const std::string what = std::string(lbr ? "pytorch" : "onnx") + " truncate " + std::to_string(truncate);
+      EXPECT_LT(max_abs_diff(outs[0], outs[1]), 1e-14) << what;
+      EXPECT_LT(max_abs_diff(dx[0], dx[1]), 1e-13) << what;
+      EXPECT_LT(max_abs_diff(dh0[0], dh0[1]), 1e-13) << what;
+      EXPECT_GT(max_abs_diff(dx[0], zeros_like(dx[0])), 0.0) << what;
+      for (const auto& [name, p] : plain.named_parameters())
+        EXPECT_LT(max_abs_diff(p.grad(), checkpointed.parameter(name).grad()), 1e-13) << what << " " << name;
+    }
+}
+
 TEST(RecurrentLayers, TruncationStopsGradientsBeforeTheLastSteps) {
   Generator gen(7);
   RecurrentOptions o = options();

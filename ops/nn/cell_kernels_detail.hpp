@@ -82,46 +82,87 @@ struct RnnKernel {
   }
 };
 
-// GRU in PyTorch's form, with the reset gate on the recurrent projection: from
-// x = x W_ih^T + b_ih and hp = h W_hh^T + b_hh, both [3n] (r, z, n),
-//   r = sigmoid(x_r + hp_r), z = sigmoid(x_z + hp_z), cand = tanh(x_n + r hp_n),
-//   h' = (1 - z) cand + z h  (computed as cand + z (h - cand)).
+// GRU, gates r, z, n, from x = x W_ih^T + b_ih and hp = h W_hh^T + b_hh, both [3n]:
+//   r = sigmoid(x_r + hp_r), z = sigmoid(x_z + hp_z), h' = (1 - z) cand + z h
+//   (computed as cand + z (h - cand)), with the candidate in either form:
+//   PyTorch's (linear_before_reset = 1):  cand = tanh(x_n + r hp_n);
+//   ONNX's default (linear_before_reset = 0): cand = tanh(x_n + hp_n) where hp_n is
+//   (r h) W_hn^T + b_hn, a product the caller makes between reset_update and candidate.
+// act [3n] = [r, z, cand]; every function may work in place on x's row (act == x).
 template <class T>
 struct GruKernel {
-  // act [3n] = [r, z, cand].
-  static void activations(const T* x, const T* hp, T* act, std::int64_t n) {
-    sigmoid_row(x, hp, act, 2 * n);
-    T *r = act, *cand = act + 2 * n;
-    for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + r[j] * hp[2 * n + j];
+  static void reset_update(const T* x, const T* hp, T* act, std::int64_t n) { sigmoid_row(x, hp, act, 2 * n); }
+
+  // cand from x_n and hp_n; scaled: PyTorch's form (hp_n times r).
+  static void candidate(const T* x, const T* hp_n, T* act, bool scaled, std::int64_t n) {
+    const T* r = act;
+    T* cand = act + 2 * n;
+    if (scaled) {
+      for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + r[j] * hp_n[j];
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) cand[j] = x[2 * n + j] + hp_n[j];
+    }
     tanh_row(cand, cand, n);
   }
 
-  // One step: h' [n] from h [n]; act [3n]: scratch for the activations.
-  static void forward(const T* x, const T* hp, const T* h, T* h_next, T* act, std::int64_t n) {
-    activations(x, hp, act, n);
+  // PyTorch's form: act [3n] = [r, z, cand].
+  static void activations(const T* x, const T* hp, T* act, std::int64_t n) {
+    reset_update(x, hp, act, n);
+    candidate(x, hp + 2 * n, act, true, n);
+  }
+
+  // h' [n] from h [n] and the activations.
+  static void blend(const T* act, const T* h, T* h_next, std::int64_t n) {
     const T *z = act + n, *cand = act + 2 * n;
     for (std::int64_t j = 0; j < n; ++j) h_next[j] = cand[j] + z[j] * (h[j] - cand[j]);
   }
 
-  // Backward of one step from dh' [n]: dx and dhp [3n], the gradients of both projections
-  // (they differ only in the candidate's part, hp_n being scaled by r), and dh [n] through
-  // h' = ... + z h. The activations are recomputed into act [3n].
-  static void backward(const T* x, const T* hp, const T* h, const T* dh_next, T* dx, T* dhp, T* dh, T* act,
-                       std::int64_t n) {
+  // One step in PyTorch's form: h' [n] from h [n]; act [3n]: the activations (may be x).
+  static void forward(const T* x, const T* hp, const T* h, T* h_next, T* act, std::int64_t n) {
     activations(x, hp, act, n);
-    const T *r = act, *z = act + n, *cand = act + 2 * n;
+    blend(act, h, h_next, n);
+  }
+
+  // Backward through h' = cand + z (h - cand) and the candidate's tanh, in place from dh'
+  // [n]: act [r, z, cand] -> [r, dz, dn] (dz, dn: the gradients of the update gate's and
+  // the candidate's pre-activations), dh = dh' z (h's direct share).
+  static void backward_blend(T* act, const T* h, const T* dh_next, T* dh, std::int64_t n) {
     for (std::int64_t j = 0; j < n; ++j) {
-      const T g = dh_next[j];
-      const T dn = g * (T(1) - z[j]) * (T(1) - cand[j] * cand[j]);
-      const T dr = dn * hp[2 * n + j] * r[j] * (T(1) - r[j]), dz = g * (h[j] - cand[j]) * z[j] * (T(1) - z[j]);
-      dx[j] = dr;
-      dhp[j] = dr;
-      dx[n + j] = dz;
-      dhp[n + j] = dz;
-      dx[2 * n + j] = dn;
-      dhp[2 * n + j] = dn * r[j];
-      dh[j] = g * z[j];
+      const T g = dh_next[j], z = act[n + j], cand = act[2 * n + j];
+      act[2 * n + j] = g * (T(1) - z) * (T(1) - cand * cand);
+      act[n + j] = g * (h[j] - cand) * z * (T(1) - z);
+      dh[j] = g * z;
     }
+  }
+
+  // Then the reset gate, PyTorch's form: act [r, dz, dn] -> [dr, dz, dn], and hp_n's
+  // gradient dhp_n = dn r [n].
+  static void backward_reset_scaled(T* act, const T* hp_n, T* dhp_n, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const T r = act[j], dn = act[2 * n + j];
+      dhp_n[j] = dn * r;
+      act[j] = dn * hp_n[j] * r * (T(1) - r);
+    }
+  }
+
+  // ONNX's form, given d_rh = dn W_hn [n], the gradient reaching r h: act [r, dz, dn] ->
+  // [dr, dz, dn], and dh [n] += d_rh r.
+  static void backward_reset_inner(T* act, const T* d_rh, const T* h, T* dh, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const T r = act[j];
+      dh[j] += d_rh[j] * r;
+      act[j] = d_rh[j] * h[j] * r * (T(1) - r);
+    }
+  }
+
+  // Backward of one step in PyTorch's form from dh' [n]: dx and dhp [3n], the gradients of
+  // both projections (they differ only in the candidate's part, hp_n being scaled by r),
+  // and dh [n] through h' = ... + z h. The activations are recomputed into dx.
+  static void backward(const T* x, const T* hp, const T* h, const T* dh_next, T* dx, T* dhp, T* dh, std::int64_t n) {
+    activations(x, hp, dx, n);
+    backward_blend(dx, h, dh_next, dh, n);
+    backward_reset_scaled(dx, hp + 2 * n, dhp + 2 * n, n);
+    for (std::int64_t j = 0; j < 2 * n; ++j) dhp[j] = dx[j];
   }
 };
 

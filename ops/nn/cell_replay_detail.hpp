@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the fused layer op (fused_recurrence.cpp): what an LSTM direction keeps for
-// its backward, and the replay of the cell states from it.
+// Internal to the fused layer op (fused_recurrence.cpp): what an LSTM or GRU direction
+// keeps for its backward, and the replay of the LSTM's cell states from it.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,16 +12,18 @@
 
 namespace recur::nn::detail {
 
-// What an LSTM's backward needs beyond the inputs and the output: the gate activations
-// [T, B, 4H], and the cell states at every `interval`-th step of the loop, from which
-// backward replays the others a segment at a time (an elementwise pass: c_t from c_{t-1}
-// and the activations), so the cell states cost O(sqrt(T)) memory, not O(T). Backward
-// overwrites the activations with the gate gradients and drops them; a second backward
-// through the same node runs forward again first.
-struct LstmSaved {
+// What an LSTM's or a GRU's backward needs beyond the inputs and the output: the gate
+// activations [T, B, G*H]; for an LSTM the cell states at every `interval`-th step of the
+// loop, from which backward replays the others a segment at a time (an elementwise pass:
+// c_t from c_{t-1} and the activations), so the cell states cost O(sqrt(T)) memory, not
+// O(T); for a GRU in PyTorch's form h W_hn^T + b_hn at every step (its reset gate scales
+// it). Backward overwrites the activations with the gate gradients and drops them; a
+// second backward through the same node runs forward again first.
+struct FusedSaved {
   Tensor act;
-  Tensor cells;  // [segments - 1, B, H]: c after loop steps interval - 1, 2 interval - 1, ...
+  Tensor cells;  // LSTM: [segments - 1, B, H]: c after loop steps interval - 1, 2 interval - 1, ...
   std::int64_t interval = 1;
+  Tensor hn;  // GRU, PyTorch's form: [T, B, H]
 };
 
 // The segment length for T steps: ceil(sqrt(T)).
@@ -35,7 +37,7 @@ inline std::int64_t replay_interval(std::int64_t steps) {
 template <class T>
 class CellReplay {
  public:
-  CellReplay(const LstmSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
+  CellReplay(const FusedSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
              std::int64_t n, bool reverse)
       : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), reverse_(reverse),
         states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
@@ -66,7 +68,7 @@ class CellReplay {
     segment_ = seg;
   }
 
-  const LstmSaved& saved_;
+  const FusedSaved& saved_;
   const T *act_, *c0_;
   std::int64_t steps_, rows_, batch_, n_;
   bool reverse_;

@@ -5,7 +5,9 @@
 #include <recur/autodiff/record.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/unary.hpp>
 
 namespace recur::nn {
 namespace {
@@ -59,8 +61,18 @@ LstmState lstm_step(const Var& xproj, const Var& h, const Var& c, const Var& w_h
   });
 }
 
-Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh) {
-  return transactional(xproj, [&] { return gru_pointwise(xproj, project(h, w_hh, b_hh), h); });
+Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, bool linear_before_reset) {
+  if (linear_before_reset)
+    return transactional(xproj, [&] { return gru_pointwise(xproj, project(h, w_hh, b_hh), h); });
+  // ONNX's form, from ops: the candidate's product reads r h, so it follows the gates.
+  return transactional(xproj, [&] {
+    const std::int64_t n = h.size(1);
+    auto rows = [](const Var& v, std::int64_t from, std::int64_t to) { return v.defined() ? slice(v, 0, from, to) : Var(); };
+    const std::vector<Var> x = split(xproj, 1, 3), hp = split(project(h, rows(w_hh, 0, 2 * n), rows(b_hh, 0, 2 * n)), 1, 2);
+    const Var r = sigmoid(x[0] + hp[0]), z = sigmoid(x[1] + hp[1]);
+    const Var cand = tanh(x[2] + project(r * h, rows(w_hh, 2 * n, 3 * n), rows(b_hh, 2 * n, 3 * n)));
+    return cand + z * (h - cand);
+  });
 }
 
 Var rnn_cell(const Var& x, const Var& h, const CellWeights& w, Nonlinearity act) {
@@ -73,9 +85,10 @@ LstmState lstm_cell(const Var& x, const Var& h, const Var& c, const CellWeights&
   return transactional(x, [&] { return lstm_step(project(x, w.w_ih, w.b_ih), h, c, w.w_hh, w.b_hh); });
 }
 
-Var gru_cell(const Var& x, const Var& h, const CellWeights& w) {
+Var gru_cell(const Var& x, const Var& h, const CellWeights& w, bool linear_before_reset) {
   detail::check_cell_arguments("gru_cell", 3, x, h, nullptr, w, {});
-  return transactional(x, [&] { return gru_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh); });
+  return transactional(
+      x, [&] { return gru_step(project(x, w.w_ih, w.b_ih), h, w.w_hh, w.b_hh, linear_before_reset); });
 }
 
 }  // namespace recur::nn

@@ -26,7 +26,9 @@ struct LstmState {
 
 Var rnn_cell(const Var& x, const Var& h, const CellWeights& w, Nonlinearity act = Nonlinearity::tanh);
 LstmState lstm_cell(const Var& x, const Var& h, const Var& c, const CellWeights& w);
-Var gru_cell(const Var& x, const Var& h, const CellWeights& w);
+// linear_before_reset: PyTorch's GRU (true: the reset gate scales h W_hn^T + b_hn) or
+// ONNX's default (false: it scales h, cand = tanh(x_n + (r h) W_hn^T + b_hn)).
+Var gru_cell(const Var& x, const Var& h, const CellWeights& w, bool linear_before_reset = true);
 
 // x W^T (+ b): the projection of inputs [N, I] by a weight [G*H, I] and bias [G*H].
 Var project(const Var& x, const Var& w, const Var& b = Var());
@@ -35,7 +37,7 @@ Var project(const Var& x, const Var& w, const Var& b = Var());
 // a caller can fold it into xproj; GRU needs it apart, inside the reset gate's product).
 Var rnn_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, Nonlinearity act);
 LstmState lstm_step(const Var& xproj, const Var& h, const Var& c, const Var& w_hh, const Var& b_hh);
-Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh);
+Var gru_step(const Var& xproj, const Var& h, const Var& w_hh, const Var& b_hh, bool linear_before_reset = true);
 
 namespace detail {
 // How the checked arguments are named and laid out: x [B, I], or [T >= 1, B, I] when

@@ -8,10 +8,11 @@ namespace recur::nn::detail {
 DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
                               const Var& h0, const Var& c0, bool reverse) {
   const bool recompute = options.checkpoint.recomputes();
-  if (kind == CellKind::gru || recompute) return scan_direction(kind, options, input, w, h0, c0, reverse);
+  if (recompute) return scan_direction(kind, options, input, w, h0, c0, reverse);
   const std::int64_t steps = input.size(0);
   const Var packed = fused_recurrence({.kind = kind,
                                        .nonlinearity = options.nonlinearity,
+                                       .linear_before_reset = options.linear_before_reset,
                                        .reverse = reverse,
                                        .truncate_gradient = options.truncate_gradient},
                                       input, w, h0, c0);

@@ -1,8 +1,7 @@
 #pragma once
 // Internal to the sequence layers (ops/nn/recurrent.cpp): one layer in one direction, as
-// the fused op of fused_recurrence.hpp (RNN and LSTM) or as one scan over time
-// (scan_recurrence.hpp: GRU, and every cell when recomputation is asked for: checkpoints
-// release values per iteration). This sits above both paths; neither includes it.
+// the fused op of fused_recurrence.hpp or, when recomputation is asked for (checkpoints
+// release values per iteration), as one scan over time (scan_recurrence.hpp). This sits above both paths; neither includes it.
 #include <recur/ops/nn/fused_recurrence.hpp>
 #include <recur/ops/nn/recurrent.hpp>
 #include <recur/ops/nn/scan_recurrence.hpp>

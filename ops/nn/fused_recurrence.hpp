@@ -1,5 +1,5 @@
 #pragma once
-// A whole layer direction of an Elman RNN or an LSTM as one op on the tape: the same
+// A whole layer direction of an Elman RNN, an LSTM or a GRU as one op on the tape: the same
 // function as running the cell through scan (ops/nn/scan_recurrence.cpp does that), with a
 // forward and backward written as loops over time around the BLAS calls, the way cuDNN
 // runs a layer. What that buys over a scan of per-step ops:
@@ -9,8 +9,12 @@
 //    steps, instead of a thin K = B gemm per step plus an add;
 //  - the tape keeps one node, and only what backward needs: for an LSTM the activations
 //    and the cell state at every ceil(sqrt(T))-th step (backward replays the others a
-//    segment at a time, bit for bit, from the activations), for an RNN nothing but its
-//    output. A second backward through the node runs its forward again first.
+//    segment at a time, bit for bit, from the activations), for a GRU the activations and
+//    (PyTorch's form) h W_hn^T + b_hn at every step, for an RNN nothing but its output. A
+//    second backward through the node runs its forward again first.
+// A GRU step makes h W_hh^T in one gemm in PyTorch's form (linear_before_reset); in ONNX's
+// default form the candidate's product (r h) W_hn^T waits for the reset gate, so it is a
+// second gemm, and backward a third (r h's gradient dn W_hn) before the reset gate's.
 // Under create_graph the backward is the scan of cells.hpp recorded op by op and
 // differentiated again, so gradients of gradients work as for every op.
 #include <cstdint>
@@ -21,8 +25,9 @@
 namespace recur::nn {
 
 struct FusedRecurrenceOptions {
-  CellKind kind = CellKind::lstm;  // rnn or lstm (GRU runs through scan)
+  CellKind kind = CellKind::lstm;
   Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
+  bool linear_before_reset = true;  // GRU only: PyTorch's form (true) or ONNX's default (false), cells.hpp
   bool reverse = false;                // run from the last step to the first
   // scan's: backpropagate through the last k >= 0 steps only; -1: through all of them
   // (ValueError below -1).
@@ -30,10 +35,11 @@ struct FusedRecurrenceOptions {
 };
 
 // x [T, B, I] (T >= 1), the cell's weights in PyTorch's layout (biases may be undefined),
-// h0 [B, H] and, for an LSTM, c0 [B, H]. Returns, in time order whatever the direction,
-//   RNN:  [T, B, H], h_t at every step;
-//   LSTM: [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
-// ShapeError / DTypeError naming the argument and the shapes, ValueError for a GRU or a
+// h0 [B, H] and, for an LSTM, c0 [B, H] (ignored otherwise). Returns, in time order
+// whatever the direction,
+//   RNN, GRU: [T, B, H], h_t at every step;
+//   LSTM:     [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
+// ShapeError / DTypeError naming the argument and the shapes, ValueError for a
 // truncate_gradient below -1, before anything is recorded.
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
                      const Var& c0 = Var());

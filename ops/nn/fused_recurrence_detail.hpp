@@ -23,18 +23,29 @@ struct FusedGeometry {
 };
 
 struct WeightGradients {
-  Tensor x, w_ih, w_hh, bias;  // bias: one gradient for b_ih and b_hh alike
+  Tensor x, w_ih, w_hh, b_ih, b_hh;
 };
 struct WantedWeightGradients {
-  bool x = false, w_ih = false, w_hh = false, bias = false;
+  bool x = false, w_ih = false, w_hh = false, b_ih = false, b_hh = false;
 };
 
-// BackwardWeights, from the gate gradients dgates [T, B, G*H] (rows outside the window
-// unread): dx = dgates W_ih, dW_ih = dgates^T x, dW_hh = sum of dgates_t^T h_prev(t), the
-// bias's = the sum of dgates over steps and batch. h: the output's rows h_t [T, B, H]; h0
-// [B, H]. Gradients not wanted stay undefined; outside the window they are zero.
+// The gradients of the pre-activations [T, B, G*H] (rows outside the window unread).
+// RNN and LSTM add both projections, so one buffer serves both; a GRU's differ.
 template <class T>
-WeightGradients backward_weights(const FusedGeometry& geo, const T* dgates, const Tensor& x, const Tensor& w_ih,
-                                 const T* h, const T* h0, WantedWeightGradients wanted);
+struct GateGradients {
+  T* input = nullptr;      // of x W_ih^T + b_ih
+  T* recurrent = nullptr;  // of h W_hh^T + b_hh (PyTorch's GRU: its candidate part is r dn)
+  // ONNX's GRU: r_t h_prev(t) [T, B, H], what W_hn multiplies (its gradient, the rows of
+  // W_hh after the first 2H, is the sum of dn_t^T r_t h_prev(t)); null otherwise.
+  T* reset_h = nullptr;
+};
+
+// BackwardWeights: dx = d.input W_ih, dW_ih = d.input^T x, dW_hh = sum of
+// d.recurrent_t^T h_prev(t), b_ih's = the sum of d.input over steps and batch, b_hh's that
+// of d.recurrent. h: the output's rows h_t [T, B, H]; h0 [B, H]. Gradients not wanted stay
+// undefined; outside the window they are zero.
+template <class T>
+WeightGradients backward_weights(const FusedGeometry& geo, const GateGradients<T>& d, const Tensor& x,
+                                 const Tensor& w_ih, const T* h, const T* h0, WantedWeightGradients wanted);
 
 }  // namespace recur::nn::detail

@@ -56,9 +56,8 @@ struct GruPointwise {
     dispatch_floating(name, h.dtype(), [&]<class T>() {
       const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>(), *pg = grad.data<T>();
       T *qx = dx.data<T>(), *qh = dhp.data<T>(), *qv = dh.data<T>();
-      std::vector<T> act(static_cast<std::size_t>(3 * n));
       for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, pg += n, qx += 3 * n, qh += 3 * n, qv += n)
-        detail::GruKernel<T>::backward(px, ph, pv, pg, qx, qh, qv, act.data(), n);
+        detail::GruKernel<T>::backward(px, ph, pv, pg, qx, qh, qv, n);
     });
     return {dx, dhp, dh};
   }

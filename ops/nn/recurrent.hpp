@@ -7,11 +7,11 @@
 // with G = 1 (RNN), 4 (LSTM: input, forget, cell, output) or 3 (GRU: reset, update, new),
 // I_0 = input_size and I_k = D*H above (D = 2 when bidirectional).
 //
-// Each layer and direction of an RNN or LSTM is one fused op over all steps
-// (fused_recurrence.hpp: one gemm for the input projection, two per step, one for each
-// weight gradient; the same function as the scan of cells.hpp, which it is tested against
-// and which its create_graph backward records). A GRU, and any layer asked for
-// recomputation (`checkpoint`), runs as one scan over time: x W_ih^T + b_ih is one matrix
+// Each layer and direction is one fused op over all steps (fused_recurrence.hpp: one gemm
+// for the input projection, two per step (three for ONNX's GRU form), one for each weight
+// gradient; the same function as the scan of cells.hpp, which it is tested against and
+// which its create_graph backward records). A layer asked for recomputation
+// (`checkpoint`) runs as one scan over time: x W_ih^T + b_ih is one matrix
 // product over all steps made before the scan, a step is h W_hh^T and one fused
 // elementwise op (ops/nn/pointwise.hpp). Either way the reverse direction's outputs come
 // back in time order, so output[t] holds both directions' states after reading input[t].
@@ -38,6 +38,7 @@ struct RecurrentOptions {
   bool batch_first = false;       // input and output [B, T, *] instead of [T, B, *]
   bool bidirectional = false;
   Nonlinearity nonlinearity = Nonlinearity::tanh;  // RNN only
+  bool linear_before_reset = true;  // GRU only: PyTorch's form (true) or ONNX's default (false), cells.hpp
   DType dtype = DType::float32;
   Checkpoint checkpoint{};        // scan's recomputation, per layer and direction (runs the scan path)
   std::int64_t truncate_gradient = -1;  // scan's: -1 or k >= 0 (ValueError otherwise, at construction)

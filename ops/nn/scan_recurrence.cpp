@@ -26,7 +26,9 @@ Var input_projection(CellKind kind, const Var& input, const CellWeights& w) {
 }
 
 // The step function for scan: (xproj_t, h[, c], w_hh[, b_hh]) -> h'[, c'].
-StepFn step_function(CellKind kind, Nonlinearity act, bool step_bias) {
+StepFn step_function(CellKind kind, const RecurrentOptions& options, bool step_bias) {
+  const Nonlinearity act = options.nonlinearity;
+  const bool linear_before_reset = options.linear_before_reset;
   switch (kind) {
     case CellKind::rnn:
       return [=](std::span<const Var> a) -> StepResult {
@@ -39,7 +41,9 @@ StepFn step_function(CellKind kind, Nonlinearity act, bool step_bias) {
       };
     case CellKind::gru: break;
   }
-  return [=](std::span<const Var> a) -> StepResult { return gru_step(a[0], a[1], a[2], step_bias ? a[3] : Var()); };
+  return [=](std::span<const Var> a) -> StepResult {
+    return gru_step(a[0], a[1], a[2], step_bias ? a[3] : Var(), linear_before_reset);
+  };
 }
 
 // outputs[T - 1 - t] for every t: the reverse scan's outputs in time order.
@@ -57,7 +61,7 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
   if (step_bias) non_sequences.push_back(w.b_hh);
   std::vector<OutputInfo> outputs_info{h0};
   if (kind == CellKind::lstm) outputs_info.emplace_back(c0);
-  const ScanResult r = scan(step_function(kind, options.nonlinearity, step_bias),
+  const ScanResult r = scan(step_function(kind, options, step_bias),
                             {.sequences = {input_projection(kind, input, w)},
                              .outputs_info = std::move(outputs_info),
                              .non_sequences = std::move(non_sequences),
@@ -77,6 +81,7 @@ Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const Cel
                     const Var& c0) {
   RecurrentOptions options;
   options.nonlinearity = o.nonlinearity;
+  options.linear_before_reset = o.linear_before_reset;
   options.truncate_gradient = o.truncate_gradient;
   const DirectionOutput r = scan_direction(o.kind, options, input, w, h0, c0, o.reverse);
   if (o.kind != CellKind::lstm) return r.outputs;

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the sequence layers: one layer in one direction as one scan over time of the
 // cells of cells.hpp (per-step ops, differentiable to any order). The sequence layers run
-// it for a GRU and whenever recomputation is asked for (ops/nn/direction.hpp); the fused
+// it whenever recomputation is asked for (ops/nn/direction.hpp); the fused
 // layer op differentiates it under create_graph (ops/nn/fused_recurrence.cpp), and tests
 // compare the fused op with it. It depends on no other layer path: both of those include
 // it, never the other way.
@@ -16,11 +16,11 @@ struct DirectionOutput {
 };
 
 // input [T, B, I] with T >= 1, h0 and c0 (LSTM only) [B, H], all checked by the caller.
-// Reads options' nonlinearity, truncate_gradient and checkpoint.
+// Reads options' nonlinearity, linear_before_reset, truncate_gradient and checkpoint.
 DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
                                const Var& h0, const Var& c0, bool reverse);
 
-// The scan path for an RNN or LSTM direction, with fused_recurrence's result layout.
+// The scan path for a direction of any cell, with fused_recurrence's result layout.
 Var scan_recurrence(const FusedRecurrenceOptions& options, const Var& input, const CellWeights& w, const Var& h0,
                     const Var& c0);
 

@@ -78,6 +78,7 @@ std::vector<GradCase> recurrent_cases() {
          return concat({s.h, s.c}, 1);
        }},
       {"gru_cell", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2)); }},
+      {"gru_cell_onnx", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2), false); }},
       GradCase{"lstm_step_scan", cell_shapes(4, true, true), lstm_scan}
           .covers({"project", "scan"})
           .partial_on_throw(earlier_ops_stay_recorded),
@@ -105,7 +106,21 @@ std::vector<GradCase> recurrent_cases() {
                  return fused_recurrence({.kind = CellKind::rnn, .nonlinearity = Nonlinearity::relu}, x[0],
                                          weights(x, 2), x[1]);
                },
-               Domain::away_from_zero}
+               Domain::away_from_zero},
+      {"fused_recurrence_gru", cell_shapes(3, false, true),
+       [](S x) { return fused_recurrence({.kind = CellKind::gru}, x[0], weights(x, 2), x[1]); }},
+      {"fused_recurrence_gru_squared_reverse", cell_shapes(3, false, true), [](S x) {
+         const Var out = fused_recurrence({.kind = CellKind::gru, .reverse = true}, x[0], weights(x, 2), x[1]);
+         return out * out;
+       }},
+      {"fused_recurrence_gru_onnx", cell_shapes(3, false, true), [](S x) {
+         return fused_recurrence({.kind = CellKind::gru, .linear_before_reset = false}, x[0], weights(x, 2), x[1]);
+       }},
+      {"fused_recurrence_gru_onnx_squared_reverse", cell_shapes(3, false, true), [](S x) {
+         const Var out = fused_recurrence({.kind = CellKind::gru, .linear_before_reset = false, .reverse = true}, x[0],
+                                          weights(x, 2), x[1]);
+         return out * out;
+       }}
   };
 }
 
