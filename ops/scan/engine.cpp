@@ -576,14 +576,20 @@ class Run {
     }
     std::vector<Var> values = o.values;
     if (s.reverse_stack) std::reverse(values.begin(), values.end());
-    Var out = stack(std::span<const Var>(values), s.stack_axis);
-    if (checkpointed && s.stack_axis == 0) {
-      // Each step's value now lives in the stacked result too: point the step's node at
-      // that copy, so the tape does not hold both.
-      const Tensor& all = out.value();
-      for (std::size_t t = 0; t < values.size(); ++t)
-        if (values[t].id() >= scope_.begin && values[t].value().defined())
-          TapeAccess::share_value(tape_, values[t].id(), all[static_cast<std::int64_t>(t)]);
+    if (!checkpointed || s.stack_axis != 0) return stack(std::span<const Var>(values), s.stack_axis);
+    // stack() written out (unsqueeze each step's value, concat), because each step's value
+    // now lives in the stacked result too: point the step's node, and the unsqueezed view
+    // of it, at that copy, so the tape does not hold both.
+    std::vector<Var> parts;
+    parts.reserve(values.size());
+    for (const Var& v : values) parts.push_back(unsqueeze(v, 0));
+    Var out = concat(std::span<const Var>(parts), 0);
+    const Tensor& all = out.value();
+    for (std::size_t t = 0; t < values.size(); ++t) {
+      const auto row = static_cast<std::int64_t>(t);
+      if (values[t].id() >= scope_.begin && values[t].value().defined())
+        TapeAccess::share_value(tape_, values[t].id(), all[row]);
+      if (parts[t].value().defined()) TapeAccess::share_value(tape_, parts[t].id(), all.rows(row, row + 1));
     }
     return out;
   }
