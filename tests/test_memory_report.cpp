@@ -214,6 +214,29 @@ TEST(MemoryReport, EveryKKeepsOneCarryPerSegment) {
   EXPECT_EQ(q.peak_bytes, (1 + 4 + 2) * kBytes34);
 }
 
+TEST(MemoryReport, StackedOutputsOfACheckpointedScanAreHeldOnce) {
+  // Keep::all stacks every step's h into one [12, 3, 4] result. With every_k(4) and with
+  // snapshots(3) each step's value and its unsqueezed view point into that result, so the
+  // tape holds h0 and the 12 stacked rows and nothing else: the kept carries are rows of
+  // it. (Before, stack's unsqueezed views kept every step's own buffer too: 12 more.)
+  for (const Checkpoint& checkpoint : {Checkpoint::every_k(4), Checkpoint::snapshots(3)}) {
+    Tape tape;
+    const Var h0 = tape.variable(filled({3, 4}));
+    const ScanResult r = scan([](S a) { return tanh(a[0]); },
+                              {.outputs_info = {h0}, .n_steps = 12, .keep = Keep::all, .checkpoint = checkpoint});
+    ASSERT_EQ(r[0].shape(), (Shape{12, 3, 4}));
+    const MemoryReport report = tape.memory_report();
+    EXPECT_EQ(report.held_bytes, (1 + 12) * kBytes34);
+    EXPECT_EQ(tape.bytes_held(), (1 + 12) * kBytes34);
+    // And the gradient is the full tape's.
+    Tape full_tape;
+    const Var full_h0 = full_tape.variable(filled({3, 4}));
+    const ScanResult full = scan([](S a) { return tanh(a[0]); }, {.outputs_info = {full_h0}, .n_steps = 12});
+    const Tensor want = grad(sum(full[0] * full[0]), full_h0).value();
+    EXPECT_EQ(max_abs_diff(grad(sum(r[0] * r[0]), h0).value(), want), 0.0);
+  }
+}
+
 TEST(MemoryReport, PeakOfACheckpointedScanIsWhatBackwardHolds) {
   // With the probe, each step's kept carry is the probe's view of the tanh output; a
   // segment's replay makes all 4 tanh outputs again (the last one anew, beside the kept
