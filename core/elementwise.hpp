@@ -1,5 +1,6 @@
 #pragma once
 // Elementwise kernels with NumPy broadcasting, shared by every elementwise op.
+#include <array>
 #include <string_view>
 #include <type_traits>
 
@@ -73,6 +74,26 @@ Tensor ternary_map(std::string_view op, const Tensor& a, const Tensor& b, const 
   return out;
 }
 
+// Folds a run of n elements (stride apart) into acc. A combine that can merge two partial
+// results (sum_combine) folds into eight independent partials, so the additions pipeline and
+// vectorise instead of waiting on one another; other combines fold left to right.
+template <class Acc, class T, class F>
+Acc reduce_run(Acc acc, const T* x, std::int64_t n, std::int64_t stride, T init, F combine) {
+  std::int64_t j = 0;
+  if constexpr (requires { combine.merge(acc, acc); }) {
+    constexpr int kPartials = 8;
+    if (n >= 2 * kPartials) {
+      std::array<Acc, kPartials> part;
+      part.fill(Acc(init));
+      for (; j + kPartials <= n; j += kPartials)
+        for (int p = 0; p < kPartials; ++p) part[p] = combine(part[p], x[(j + p) * stride]);
+      for (int p = 0; p < kPartials; ++p) acc = combine.merge(acc, part[p]);
+    }
+  }
+  for (; j < n; ++j) acc = combine(acc, x[j * stride]);
+  return acc;
+}
+
 // Reduces `a` onto `out_shape` (same rank, size 1 on reduced axes) with `combine`, starting
 // from `init`. sum, max and sum_to are this loop with different combine/init.
 // combine(acc, x) may return a wider type than T (see sum_combine): runs accumulate in it.
@@ -87,9 +108,7 @@ Tensor reduce_to_shape(const Tensor& a, const Shape& out_shape, T init, F combin
   const std::array<Shape, 2> strides{contiguous_strides(a.shape()), broadcast_strides(out_shape, a.shape())};
   for_each_run(a.shape(), strides, [&](const auto& off, std::int64_t n, const auto& st) {
     if (st[1] == 0) {
-      Acc acc = z[off[1]];
-      for (std::int64_t j = 0; j < n; ++j) acc = combine(acc, x[off[0] + j * st[0]]);
-      z[off[1]] = static_cast<T>(acc);
+      z[off[1]] = static_cast<T>(reduce_run<Acc>(Acc(z[off[1]]), x + off[0], n, st[0], init, combine));
     } else {
       for (std::int64_t j = 0; j < n; ++j)
         z[off[1] + j * st[1]] = static_cast<T>(combine(z[off[1] + j * st[1]], x[off[0] + j * st[0]]));
@@ -103,7 +122,11 @@ Tensor reduce_to_shape(const Tensor& a, const Shape& out_shape, T init, F combin
 template <class T>
 auto sum_combine() {
   using Wide = std::conditional_t<std::is_same_v<T, float>, double, T>;
-  return [](Wide acc, T v) { return acc + static_cast<Wide>(v); };
+  struct Add {
+    Wide operator()(Wide acc, T v) const { return acc + static_cast<Wide>(v); }
+    Wide merge(Wide acc, Wide partial) const { return acc + partial; }
+  };
+  return Add{};
 }
 
 }  // namespace recur

@@ -1,4 +1,7 @@
 #include <recur/ops/broadcast.hpp>
+
+#include <algorithm>
+
 #include <recur/ops/define.hpp>
 
 namespace recur {
@@ -24,8 +27,12 @@ struct BroadcastTo {
       const T* src = x.data<T>();
       T* dst = out.data<T>();
       const std::array<Shape, 2> strides{broadcast_strides(x.shape(), shape), contiguous_strides(shape)};
+      // The destination is contiguous, so each run is a fill (broadcast axis) or a copy.
       for_each_run(shape, strides, [&](const auto& off, std::int64_t n, const auto& st) {
-        for (std::int64_t j = 0; j < n; ++j) dst[off[1] + j * st[1]] = src[off[0] + j * st[0]];
+        if (st[0] == 0)
+          std::fill_n(dst + off[1], n, src[off[0]]);
+        else
+          for (std::int64_t j = 0; j < n; ++j) dst[off[1] + j] = src[off[0] + j * st[0]];
       });
     });
     return out;

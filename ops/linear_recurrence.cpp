@@ -1,41 +1,45 @@
 #include <recur/ops/linear_recurrence.hpp>
 
+#include <type_traits>
+
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/broadcast.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/linear_recurrence_kernel_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur {
 namespace {
 
-// The result viewed as [outer, steps, inner]: time is the middle axis, and the inner loop
-// runs over the contiguous elements of one step (batch and features), which vectorises.
-struct TimeView {
-  std::int64_t outer = 1, steps = 0, inner = 1;
-  TimeView(const Shape& s, std::int64_t axis) : steps(s[static_cast<std::size_t>(axis)]) {
-    for (std::int64_t d = 0; d < axis; ++d) outer *= s[static_cast<std::size_t>(d)];
-    for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
-  }
-};
+using detail::Recurrence;
+using detail::TimeView;
 
-// h_t = a_t * h_{t-1} + b_t over one contiguous [outer, steps, inner] block, h0 [outer, inner].
+TimeView time_view(const Shape& s, std::int64_t axis) {
+  TimeView v;
+  v.steps = s[static_cast<std::size_t>(axis)];
+  for (std::int64_t d = 0; d < axis; ++d) v.outer *= s[static_cast<std::size_t>(d)];
+  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < s.size(); ++d) v.inner *= s[d];
+  return v;
+}
+
+// dL/da_t = dL/dh_t * h_prev_t, with h_prev the state each step started from (`start` for
+// the first step): one elementwise pass, split over time between the threads.
 template <class T>
-void run_recurrence(const TimeView& v, const T* a, const T* b, const T* h0, T* h, bool reverse) {
-  const std::int64_t step_stride = v.inner, block = v.steps * v.inner;
-  for (std::int64_t o = 0; o < v.outer; ++o) {
-    const T* prev = h0 + o * v.inner;
-    for (std::int64_t k = 0; k < v.steps; ++k) {
-      const std::int64_t t = reverse ? v.steps - 1 - k : k;
-      const std::int64_t at = o * block + t * step_stride;
-      const T *at_a = a + at, *at_b = b + at;
-      T* out = h + at;
-      for (std::int64_t i = 0; i < v.inner; ++i) out[i] = at_a[i] * prev[i] + at_b[i];
-      prev = out;
-    }
-  }
+void multiply_by_previous_state(const TimeView& v, const T* grad_h, const T* h, const T* start, bool reverse, T* out) {
+  const int threads = detail::choose_split(v, parallel::max_threads()).threads;
+  parallel::for_each_task(threads, threads, [&](std::int64_t part) {
+    const std::int64_t t0 = detail::split_point(v.steps, threads, part), t1 = detail::split_point(v.steps, threads, part + 1);
+    for (std::int64_t o = 0; o < v.outer; ++o)
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t at = (o * v.steps + t) * v.inner;
+        const bool first = reverse ? t == v.steps - 1 : t == 0;
+        const T* prev = first ? start + o * v.inner : h + at + (reverse ? v.inner : -v.inner);
+        for (std::int64_t i = 0; i < v.inner; ++i) out[at + i] = grad_h[at + i] * prev[i];
+      }
+  });
 }
 
 struct LinearRecurrence {
@@ -72,8 +76,9 @@ struct LinearRecurrence {
       // h0 per outer block: [outer, inner], the step shape split at the time axis.
       const Tensor start = broadcast_to(h0, g.step);
       Tensor h = Tensor::empty(g.shape, a.dtype());
-      run_recurrence<T>(TimeView(g.shape, g.axis), full_a.data<T>(), full_b.data<T>(), start.data<T>(), h.data<T>(),
-                        options.reverse);
+      const TimeView v = time_view(g.shape, g.axis);
+      detail::run_recurrence(Recurrence<T>{v, full_a.data<T>(), 0, full_b.data<T>(), start.data<T>(), h.data<T>(), options.reverse},
+                             detail::choose_split(v, parallel::max_threads()));
       return h;
     });
   }
@@ -83,6 +88,52 @@ struct LinearRecurrence {
   // dL/db_t = dL/dh_t and dL/dh0 = a_first * dL/dh_first, each summed to its input's shape.
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& args) const {
+    if constexpr (std::is_same_v<V, Tensor>) {
+      return first_order_backward(args);
+    } else {
+      return backward_as_ops(args);
+    }
+  }
+
+  // Plain backward: the same rule on raw buffers, one pass for dL/dh and one for dL/da,
+  // without materialising the shifted copies of a and h.
+  Grads<Tensor> first_order_backward(const BackwardArgs<Tensor>& args) const {
+    const Tensor &a = args.inputs[0], &b = args.inputs[1], &h0 = args.inputs[2];
+    const Geometry g = geometry(a, b, h0);
+    return dispatch_floating(name, a.dtype(), [&]<class T>() -> Grads<Tensor> {
+      const TimeView v = time_view(g.shape, g.axis);
+      const Tensor full_a = broadcast_to(a, g.shape), start = broadcast_to(h0, g.step);
+      const Tensor grad_out = broadcast_to(args.grad, g.shape);
+      Tensor grad_h = Tensor::empty(g.shape, a.dtype());
+      // Run against the op's direction; step t's coefficient is a of the step after it.
+      const std::int64_t next_step = options.reverse ? -v.inner : v.inner;
+      detail::run_recurrence(Recurrence<T>{v, full_a.data<T>(), next_step, grad_out.data<T>(), nullptr, grad_h.data<T>(), !options.reverse},
+                             detail::choose_split(v, parallel::max_threads()));
+      Tensor grad_a;
+      if (args.needs_grad(0)) {
+        grad_a = Tensor::empty(g.shape, a.dtype());
+        multiply_by_previous_state<T>(v, grad_h.data<T>(), args.output.data<T>(), start.data<T>(), options.reverse,
+                                      grad_a.data<T>());
+      }
+      Tensor grad_start;
+      if (args.needs_grad(2)) {
+        grad_start = Tensor::empty(g.step, a.dtype());
+        const std::int64_t first = options.reverse ? v.steps - 1 : 0;
+        T* out = grad_start.data<T>();
+        for (std::int64_t o = 0; o < v.outer; ++o)
+          for (std::int64_t i = 0; i < v.inner; ++i) {
+            const std::int64_t at = (o * v.steps + first) * v.inner + i;
+            out[o * v.inner + i] = v.steps == 0 ? T(0) : full_a.data<T>()[at] * grad_h.data<T>()[at];
+          }
+      }
+      return {args.needs_grad(0) ? sum_to(grad_a, a.shape()) : Tensor(), args.needs_grad(1) ? sum_to(grad_h, b.shape()) : Tensor(),
+              args.needs_grad(2) ? sum_to(grad_start, h0.shape()) : Tensor()};
+    });
+  }
+
+  // Under create_graph: recorded ops, so the gradient is differentiable again.
+  Grads<Var> backward_as_ops(const BackwardArgs<Var>& args) const {
+    using V = Var;
     const V& a = args.inputs[0];
     const V& b = args.inputs[1];
     const V& h0 = args.inputs[2];
