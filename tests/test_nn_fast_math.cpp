@@ -1,4 +1,4 @@
-// The vectorized activations of the fused recurrent ops (ops/nn/fast_math.hpp) against the
+// The vectorized activations of the fused recurrent ops (ops/fast_math_detail.hpp) against the
 // C library's exp, tanh and 1 / (1 + exp(-x)) computed in long double: a few ulp over
 // the whole range, exact limits, NaN propagated.
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include <recur/ops/nn/fast_math.hpp>
+#include <recur/ops/fast_math_detail.hpp>
 
-namespace recur::nn::detail {
+namespace recur::detail {
 namespace {
 
 enum class Fn { exp, tanh, sigmoid };
@@ -99,4 +99,4 @@ TEST(FastMath, RowsOfAnyLengthAndInPlace) {
 }
 
 }  // namespace
-}  // namespace recur::nn::detail
+}  // namespace recur::detail

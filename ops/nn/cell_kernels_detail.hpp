@@ -7,13 +7,16 @@
 // per-step ops' backward. Gate order and equations are PyTorch's (pointwise.hpp).
 //
 // Each row function is a few branch-free loops that the compiler vectorizes; the
-// activations are the row kernels of fast_math.hpp.
+// activations are the row kernels of ops/fast_math_detail.hpp.
 #include <cstdint>
 
-#include <recur/ops/nn/fast_math.hpp>
+#include <recur/ops/fast_math_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 
 namespace recur::nn::detail {
+
+using recur::detail::sigmoid_row;
+using recur::detail::tanh_row;
 
 // LSTM, gates i, f, g, o: act [4n] = [sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)],
 // c' = f c + i g, h' = o tanh(c').

@@ -1,7 +1,7 @@
 #pragma once
-// Internal to the fused recurrent ops: exp, sigmoid and tanh over rows, in loops without
-// branches or calls that the compiler vectorizes (glibc's tanhf goes through expm1f one
-// element at a time and took a fifth of an LSTM step). Accuracy is within 3 ulp in float
+// Internal: exp, sigmoid and tanh over rows, for the fused recurrent ops and the sigmoid and
+// tanh ops, in loops without branches or calls that the compiler vectorizes (glibc's tanhf
+// goes through expm1f one element at a time and took a fifth of an LSTM step). Accuracy is within 3 ulp in float
 // and double alike (tests/test_nn_fast_math.cpp):
 //   exp: 2^n e^r with n = round(x / ln 2), r = x - n ln 2 split in two parts so n ln 2 is
 //        exact, e^r by its Taylor series (|r| <= ln2 / 2; 7 terms for float, 13 for double);
@@ -19,7 +19,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-namespace recur::nn::detail {
+namespace recur::detail {
 
 template <class T>
 struct MathTraits;
@@ -112,7 +112,7 @@ void tanh_row(const T* a, T* out, std::int64_t n) {
   }
 }
 
-}  // namespace recur::nn::detail
+}  // namespace recur::detail
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
