@@ -1,6 +1,7 @@
 // linear_recurrence's kernel split into lane groups and time chunks on several threads
 // (ops/linear_recurrence_kernel_detail.hpp) gives the one-thread sequential loop's values:
-// the kernel directly for every split, and the op's values and gradients end to end.
+// the kernel directly for every split, and the op's values and gradients end to end. Like
+// every test_threads* file, it also runs under ThreadSanitizer.
 #include <gtest/gtest.h>
 
 #include <string>
