@@ -48,49 +48,46 @@ int mpi_count(std::size_t n, std::string_view op) {
   return static_cast<int>(n);
 }
 
-// Blocking collectives with the communicator's timeout: started, then waited on.
-void bcast(const Communicator& comm, void* data, int count, MPI_Datatype type, std::string_view op, int root = 0) {
+// A blocking collective with the communicator's timeout: start(&request) starts the
+// nonblocking form, then it is waited on.
+template <class Start>
+void complete(const Communicator& comm, std::string_view op, Start&& start) {
   MPI_Request request;
-  check_mpi(MPI_Ibcast(data, count, type, root, comm.handle(), &request), op);
+  check_mpi(start(&request), op);
   comm.wait(request, op);
 }
 }  // namespace
 
-void broadcast_bytes(const Communicator& comm, std::vector<char>& bytes, std::string_view op) {
+void broadcast_bytes(const Communicator& comm, std::vector<char>& bytes, std::string_view op, int root) {
   std::int64_t size = static_cast<std::int64_t>(bytes.size());
-  bcast(comm, &size, 1, MPI_INT64_T, op);
+  complete(comm, op, [&](MPI_Request* r) { return MPI_Ibcast(&size, 1, MPI_INT64_T, root, comm.handle(), r); });
   bytes.resize(static_cast<std::size_t>(size));
-  bcast(comm, bytes.data(), mpi_count(bytes.size(), op), MPI_BYTE, op);
+  const int count = mpi_count(bytes.size(), op);
+  complete(comm, op, [&](MPI_Request* r) { return MPI_Ibcast(bytes.data(), count, MPI_BYTE, root, comm.handle(), r); });
 }
 
 void gather_bytes(const Communicator& comm, const std::vector<char>& mine, std::vector<char>& all, std::string_view op) {
-  MPI_Request request;
-  check_mpi(MPI_Igather(mine.data(), mpi_count(mine.size(), op), MPI_BYTE, all.data(), mpi_count(mine.size(), op),
-                        MPI_BYTE, 0, comm.handle(), &request),
-            op);
-  comm.wait(request, op);
+  const int count = mpi_count(mine.size(), op);
+  complete(comm, op, [&](MPI_Request* r) {
+    return MPI_Igather(mine.data(), count, MPI_BYTE, all.data(), count, MPI_BYTE, 0, comm.handle(), r);
+  });
 }
 
 void scatter_bytes(const Communicator& comm, const std::vector<char>& all, std::vector<char>& mine, std::string_view op) {
-  MPI_Request request;
-  check_mpi(MPI_Iscatter(all.data(), mpi_count(mine.size(), op), MPI_BYTE, mine.data(), mpi_count(mine.size(), op),
-                         MPI_BYTE, 0, comm.handle(), &request),
-            op);
-  comm.wait(request, op);
+  const int count = mpi_count(mine.size(), op);
+  complete(comm, op, [&](MPI_Request* r) {
+    return MPI_Iscatter(all.data(), count, MPI_BYTE, mine.data(), count, MPI_BYTE, 0, comm.handle(), r);
+  });
 }
 
 std::optional<std::string> first_failure(const Communicator& comm, std::string_view op, bool ok, const std::string& message) {
   int first_failing = ok ? INT_MAX : comm.rank();
-  MPI_Request request;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm.handle(), &request), op);
-  comm.wait(request, op);
+  complete(comm, op, [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm.handle(), r);
+  });
   if (first_failing == INT_MAX) return std::nullopt;
-  // The failing rank's message, sent to everyone.
-  std::vector<char> text(message.begin(), message.end());
-  std::int64_t size = static_cast<std::int64_t>(text.size());
-  bcast(comm, &size, 1, MPI_INT64_T, op, first_failing);
-  text.resize(static_cast<std::size_t>(size));
-  bcast(comm, text.data(), mpi_count(text.size(), op), MPI_BYTE, op, first_failing);
+  std::vector<char> text(message.begin(), message.end());  // the failing rank's, sent to everyone
+  broadcast_bytes(comm, text, op, first_failing);
   return recur::detail::concat("rank ", first_failing, ": ", std::string_view(text.data(), text.size()));
 }
 

@@ -27,8 +27,8 @@ std::vector<std::int64_t> layout_of(const std::vector<Tensor>& values);
 void check_same_layout(const Communicator& comm, std::string_view op, const std::vector<std::int64_t>& layout,
                        std::string_view what);
 
-// Broadcasts `bytes` (resized on the receivers to the root's size) from rank 0.
-void broadcast_bytes(const Communicator& comm, std::vector<char>& bytes, std::string_view op);
+// Broadcasts `bytes` (resized on the receivers to the root's size) from `root`.
+void broadcast_bytes(const Communicator& comm, std::vector<char>& bytes, std::string_view op, int root = 0);
 
 // Every rank's `mine` (all of one size) into `all` on rank 0, in rank order; and back:
 // rank r's part of rank 0's `all` into `mine`.
