@@ -72,6 +72,7 @@ struct Options {
   long steps = 30, warmup = 5;
   std::size_t bucket_bytes = std::size_t{1} << 20;
   bool no_overlap = false;
+  bool thread = false;
 };
 
 int run(const Options& o) {
@@ -94,7 +95,10 @@ int run(const Options& o) {
   if (comm) {
     distributed::broadcast_parameters(*comm, net);
     reducer = std::make_unique<distributed::GradientReducer>(
-        *comm, net.parameters(), distributed::ReducerOptions{.bucket_bytes = o.bucket_bytes, .overlap = !o.no_overlap});
+        *comm, net.parameters(), distributed::ReducerOptions{.bucket_bytes = o.bucket_bytes,
+                                                         .overlap = !o.no_overlap,
+                                                         .progress = o.thread ? distributed::Progress::thread
+                                                                              : distributed::Progress::poll});
   }
   const Tensor inputs = model->vocabulary ? random_codes({model->steps, batch}, model->vocabulary, gen)
                                           : normal({model->steps, batch, model->input}, 0, 1, gen);
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first");
   app.add_option("--bucket-bytes", o.bucket_bytes, "gradient bucket size");
   app.add_flag("--no-overlap", o.no_overlap, "all-reduce after backward instead of during it");
+  app.add_flag("--thread", o.thread, "a communication thread moves the all-reduces on (default: backward polls)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -41,6 +41,7 @@ GradientReducer::GradientReducer(const Communicator& comm, std::vector<Shared> p
       slot_of_[buckets_[b].slots[s].parameter] = s;
     }
   }
+  if (options_.progress == Progress::thread) thread_ = std::make_unique<CommunicationThread>(comm_);
   reset();
 }
 
@@ -85,13 +86,18 @@ void GradientReducer::start(std::size_t b) {
   BucketState& state = states_[b];
   const std::int64_t numel = buckets_[b].numel;
   if (numel > INT32_MAX) fail<ValueError>("GradientReducer", "bucket ", b, " has ", numel, " elements, more than MPI counts");
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, state.buffer.raw_data(), static_cast<int>(numel), mpi_type(buckets_[b].dtype),
-                           MPI_SUM, comm_.handle(), &state.request),
-            "GradientReducer");
+  const MPI_Datatype type = mpi_type(buckets_[b].dtype);
+  const auto start_all_reduce = [this, &state, numel, type](MPI_Request* request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, state.buffer.raw_data(), static_cast<int>(numel), type, MPI_SUM, comm_.handle(),
+                          request);
+  };
+  if (thread_) thread_->submit(start_all_reduce);
+  else check_mpi(start_all_reduce(&state.request), "GradientReducer");
   state.started = true;
 }
 
 void GradientReducer::between_nodes() {
+  if (thread_) return;  // the thread polls
   // Polling one outstanding request drives Open MPI's progress engine for all of them.
   while (polled_ < next_to_start_) {
     int done = 0;
@@ -107,10 +113,11 @@ void GradientReducer::finish() {
   for (std::size_t k = 0; k < parameters_.size(); ++k)
     if (!copied_[k]) copy_in(k);
   start_ready_buckets();
+  if (thread_) thread_->wait_all("GradientReducer::finish");
   const double world = comm_.size();
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     BucketState& state = states_[b];
-    comm_.wait(state.request, "GradientReducer::finish");
+    if (!thread_) comm_.wait(state.request, "GradientReducer::finish");
     stats_.bytes += state.buffer.nbytes();
     dispatch_floating("GradientReducer", buckets_[b].dtype, [&]<class E>() {
       const E* sum = state.buffer.data<E>();

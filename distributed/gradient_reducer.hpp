@@ -19,24 +19,35 @@
 //
 // After finish() every parameter has a gradient (zeros where no rank produced one). A
 // second backward reaching a parameter before finish() is an error (ValueError): the
-// bucket holding it may already be on its way.
+// bucket holding it may already be on its way. Buckets started by a backward that then
+// threw are still in flight on every rank: call finish() (or end the job, as
+// abort_on_exception does) before the next step.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include <recur/autodiff/backward_observer.hpp>
 #include <recur/autodiff/module.hpp>
 #include <recur/distributed/bucket_plan.hpp>
+#include <recur/distributed/communication_thread.hpp>
 #include <recur/distributed/communicator.hpp>
 
 namespace recur::distributed {
+
+// Who moves the all-reduces on while backward runs.
+enum class Progress {
+  poll,    // backward polls MPI between nodes (BackwardObserver::between_nodes)
+  thread,  // a CommunicationThread starts and polls them; backward makes no MPI call
+};
 
 struct ReducerOptions {
   std::size_t bucket_bytes = std::size_t{1} << 20;  // cap on one bucket's bytes
   // Start each bucket's all-reduce during backward, when it is ready (false: all of them
   // in finish(), after backward; to measure what the overlap is worth).
   bool overlap = true;
+  Progress progress = Progress::poll;
 };
 
 // What the last finish() cost, for benches and logs.
@@ -80,6 +91,7 @@ class GradientReducer final : public BackwardObserver, NonCopyable {
   std::vector<std::size_t> bucket_of_, slot_of_;          // parameter -> its bucket and slot
   std::vector<std::uint8_t> copied_;                      // parameter -> gradient in its bucket
   std::unordered_map<const void*, std::size_t> index_of_;  // Shared identity -> parameter
+  std::unique_ptr<CommunicationThread> thread_;  // with Progress::thread
   std::size_t next_to_start_ = 0;
   std::size_t polled_ = 0;  // the first started bucket not known to be complete
   ReducerStats stats_;

@@ -83,15 +83,19 @@ TEST(DataParallel, LstmTbpttOverShardedStreamsEqualsOneProcessWithAllStreams) {
   EXPECT_GT(distributed.overlapped, 0u);
 }
 
-TEST(DataParallel, SameResultEveryRunAndWithoutOverlap) {
+TEST(DataParallel, SameResultEveryRunWithoutOverlapAndWithACommunicationThread) {
   const Communicator& comm = world();
   const StreamData data = stream_data(comm.size());
   const TrainingRun first = train_lstm(data.inputs, data.targets, &comm, {.bucket_bytes = 512});
   const TrainingRun again = train_lstm(data.inputs, data.targets, &comm, {.bucket_bytes = 512});
   const TrainingRun after = train_lstm(data.inputs, data.targets, &comm, {.bucket_bytes = 512, .overlap = false});
+  const TrainingRun threaded =
+      train_lstm(data.inputs, data.targets, &comm, {.bucket_bytes = 512, .progress = Progress::thread});
   expect_bitwise_equal(first.parameters, again.parameters);
   expect_bitwise_equal(first.parameters, after.parameters);
+  expect_bitwise_equal(first.parameters, threaded.parameters);
   EXPECT_EQ(after.overlapped, 0u);
+  EXPECT_GT(threaded.overlapped, 0u);  // handed to the thread during backward
 }
 
 // comm == nullptr: one process with batch kBatchPerRank * world.
