@@ -2,7 +2,10 @@
 // two modes. TensorMode is plain backward (gradients are values); VarMode records the
 // pass on the tape (grad with create_graph), so gradients can be differentiated again.
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
+#include <recur/autodiff/backward_observer.hpp>
 #include <recur/autodiff/recompute_detail.hpp>
 #include <recur/autodiff/record.hpp>
 #include <recur/core/creation.hpp>
@@ -99,14 +102,44 @@ class InputGrads final : public detail::GradSink {
   const detail::Node& node_;
 };
 
+// Tells a BackwardObserver when each Shared's gradient is final: once the loop is below the
+// lowest node reading it. `lowest` lists (node, Shared) in descending node order.
+class FinalGradients {
+ public:
+  FinalGradients(BackwardObserver& observer, std::vector<std::pair<std::uint32_t, Shared>> lowest)
+      : observer_(observer), lowest_(std::move(lowest)) {}
+  // The loop is about to handle node i: everything read only above it is final.
+  void passing(std::uint32_t i) {
+    while (next_ < lowest_.size() && lowest_[next_].first > i) observer_.gradient_final(lowest_[next_++].second);
+  }
+  void after_rule() { observer_.between_nodes(); }
+  void done() {
+    while (next_ < lowest_.size()) observer_.gradient_final(lowest_[next_++].second);
+  }
+
+ private:
+  BackwardObserver& observer_;
+  std::vector<std::pair<std::uint32_t, Shared>> lowest_;
+  std::size_t next_ = 0;
+};
+
 // Plain backward: rules run on the node values; backward() (to_leaves) also hands the
 // gradients reaching leaves to the Shared reads and variables and, unless it retains the
 // graph, consumes the nodes whose rules ran.
 class TensorMode : public PassGrads<Tensor> {
  public:
-  TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves, bool consumes)
-      : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes) {}
+  TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves, bool consumes, FinalGradients* finals = nullptr)
+      : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes), finals_(finals) {}
   bool consumes() const { return consumes_; }
+  void passing(std::uint32_t i) {
+    if (finals_) finals_->passing(i);
+  }
+  void after_rule() {
+    if (finals_) finals_->after_rule();
+  }
+  void done() {
+    if (finals_) finals_->done();
+  }
 
   template <class Deliver>
   void at_leaf(const Tensor& g, Deliver&& deliver) const {
@@ -121,6 +154,7 @@ class TensorMode : public PassGrads<Tensor> {
 
  private:
   bool to_leaves_, consumes_;
+  FinalGradients* finals_;
 };
 
 // create_graph: rules run on Vars, so what they compute is recorded on the tape.
@@ -128,6 +162,9 @@ class VarMode : public PassGrads<Var> {
  public:
   using PassGrads::PassGrads;
   static constexpr bool consumes() { return false; }  // grad() accumulates nowhere
+  static void passing(std::uint32_t) {}  // nothing is delivered, so nothing to observe
+  static void after_rule() {}
+  static void done() {}
 
   template <class Deliver>
   void at_leaf(const Var&, Deliver&&) const {}
@@ -154,6 +191,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
   detail::Recompute* const released = released_ranges();  // nullptr: no recomputation at all
   for (std::uint32_t i = hi + 1; i-- > lo;) {
     if (released) released->release_above(i);
+    mode.passing(i);
     if (!mode.reached(i)) continue;
     const auto g = mode.take(i);
     const detail::Node& n = nodes_[i];
@@ -167,6 +205,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
     for (std::uint32_t in : n.inputs) needs.push_back(in >= lo && nodes_[in].requires_grad);
     auto gs = mode.backward(n, i, g, std::span<const std::uint8_t>(needs.data(), needs.size()));
     if (mode.consumes()) consume(i);
+    mode.after_rule();
     if (released) released->ensure_inputs(n);  // a rule that ran a pass of its own may have released them
     for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
       if (!needs[j] || !is_defined(gs[j])) continue;
@@ -175,6 +214,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
     }
   }
   if (released) released->release_all();
+  mode.done();
 }
 
 void Tape::consume(std::uint32_t id) {
@@ -183,7 +223,18 @@ void Tape::consume(std::uint32_t id) {
 }
 
 void Tape::backward_to_leaves(const Var& output, const Tensor& grad_output, bool retain_graph) {
-  TensorMode mode(*this, output.id(), /*to_leaves=*/true, /*consumes=*/!retain_graph);
+  std::optional<FinalGradients> finals;
+  if (BackwardObserver* observer = backward_observer()) {
+    // Each Shared's lowest read at or below the output (reads are in node order).
+    std::unordered_set<const void*> seen;
+    std::vector<std::pair<std::uint32_t, Shared>> lowest;
+    for (const auto& r : shared_reads_)
+      if (r.node <= output.id() && nodes_[r.node].requires_grad && seen.insert(r.shared.identity()).second)
+        lowest.emplace_back(r.node, r.shared);
+    std::reverse(lowest.begin(), lowest.end());
+    finals.emplace(*observer, std::move(lowest));
+  }
+  TensorMode mode(*this, output.id(), /*to_leaves=*/true, /*consumes=*/!retain_graph, finals ? &*finals : nullptr);
   mode.seed(output.id(), grad_output);
   propagate(mode, 0, output.id());
 }

@@ -1,4 +1,4 @@
-# `cmake --install` lays out include/recur/{core,autodiff,ops,recur.hpp}, the library
+# `cmake --install` lays out include/recur/{core,autodiff,ops,distributed,recur.hpp}, the library
 # and a package config, so that other projects can `find_package(recur)`. Internal
 # headers (`*_detail.hpp`, included only by recur's own .cpp files) are not installed.
 include(GNUInstallDirs)
@@ -8,6 +8,12 @@ foreach(layer core autodiff ops)
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
 endforeach()
 install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
+if(RECUR_WITH_DISTRIBUTED)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/distributed/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/distributed
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
+  install(TARGETS recur_distributed EXPORT recurTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(TARGETS recur EXPORT recurTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)

@@ -13,6 +13,7 @@
 #include <recur/core/tensor.hpp>
 #include <recur/core/xtensor_interop.hpp>
 
+#include <recur/autodiff/backward_observer.hpp>
 #include <recur/autodiff/checkpoint.hpp>
 #include <recur/autodiff/gradcheck.hpp>
 #include <recur/autodiff/module.hpp>

@@ -5,7 +5,7 @@
 #  2. build and run it again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. build the thread tests under ThreadSanitizer and run them,
 #  4. install recur, check that the package is relocatable, and build a tiny consumer
-#     project with find_package(recur) from the moved install.
+#     project with find_package(recur) from the moved install (recur::distributed on 2 ranks).
 # Every build is -Wall -Wextra with -Werror (RECUR_WERROR): GCC for steps 1-3, Clang for
 # the fuzz build at the end, so a new warning under either compiler fails CI.
 set -euo pipefail
@@ -61,6 +61,9 @@ mv build/install build/relocated
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/relocated"
 cmake --build build-consumer
 ./build-consumer/recur_consumer
+if [[ -x build-consumer/recur_distributed_consumer ]]; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n 2 --oversubscribe ./build-consumer/recur_distributed_consumer
+fi
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
 echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"
