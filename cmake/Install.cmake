@@ -8,7 +8,11 @@ foreach(layer core autodiff ops)
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
 endforeach()
 install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
-install(TARGETS recur EXPORT recurTargets
+set(RECUR_INSTALLED_TARGETS recur)
+if(RECUR_ONNX_FOUND)
+  list(APPEND RECUR_INSTALLED_TARGETS recur_onnx)
+endif()
+install(TARGETS ${RECUR_INSTALLED_TARGETS} EXPORT recurTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/recurConfig.cmake
