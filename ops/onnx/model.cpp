@@ -7,6 +7,9 @@
 
 #include <onnx/checker.h>
 
+#include <recur/autodiff/tape.hpp>
+#include <recur/autodiff/tape_access.hpp>
+
 #include <recur/ops/onnx/graph_detail.hpp>
 #include <recur/ops/onnx/registry_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
@@ -146,17 +149,27 @@ std::vector<std::string> unsupported_ops(const std::string& path) {
 
 std::map<std::string, Var> Model::run(const std::map<std::string, Var>& inputs) const {
   const auto& graph = state_->proto.graph();
-  detail::Scope scope;
-  detail::bind_initializers(*state_, graph, scope);
+  // The feed is checked before anything is recorded.
   for (const auto& [name, value] : inputs) {
     const auto* info = graph_input(graph, name);
     if (!info) fail<ValueError>("onnx::Model::run", state_->origin, ": the model has no input '", name, "'");
     check_fed(*state_, *info, value);
-    scope.bind(name, value);
   }
   for (const auto& name : input_names())
     if (!inputs.count(name)) fail<ValueError>("onnx::Model::run", state_->origin, ": input '", name, "' is not fed");
-  const std::vector<Var> values = detail::run_nodes(*state_, graph, scope);
+  // A node that fails half-way leaves the tape as it was: what the run recorded is dropped.
+  Tape& tape = Tape::current();
+  const std::uint32_t mark = tape.size();
+  std::vector<Var> values;
+  try {
+    detail::Scope scope;
+    detail::bind_initializers(*state_, graph, scope);
+    for (const auto& [name, value] : inputs) scope.bind(name, value);
+    values = detail::run_nodes(*state_, graph, scope);
+  } catch (...) {
+    TapeAccess::truncate(tape, mark);
+    throw;
+  }
   std::map<std::string, Var> out;
   for (int i = 0; i < graph.output_size(); ++i) out.emplace(graph.output(i).name(), values[static_cast<std::size_t>(i)]);
   return out;
