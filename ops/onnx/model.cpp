@@ -177,6 +177,12 @@ std::map<std::string, Var> Model::run(const std::map<std::string, Var>& inputs) 
 
 const std::vector<Shared>& Model::parameters() const { return state_->parameters; }
 
+NamedShared Model::named_parameters() const {
+  NamedShared out;
+  for (const auto& p : state_->parameters) out.emplace_back(p.name(), p);
+  return out;
+}
+
 const Shared& Model::parameter(std::string_view name) const {
   const auto it = state_->parameter_by_name.find(name);
   if (it == state_->parameter_by_name.end()) {

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <recur/autodiff/module.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
@@ -41,6 +42,8 @@ class Model {
 
   // The initializers, as parameters (in the model's order, named as in the model).
   const std::vector<Shared>& parameters() const;
+  // The same with their names, as optimizers and training checkpoints take them.
+  NamedShared named_parameters() const;
   // The parameter of one initializer; ValueError naming the known ones if there is none.
   const Shared& parameter(std::string_view name) const;
   // The graph inputs that are not initializers, and the graph outputs, in order.
