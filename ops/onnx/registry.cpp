@@ -29,6 +29,7 @@ const Registry& registry() {
     add_tensor_ops(built);
     add_reduce_ops(built);
     add_scan_ops(built);
+    add_recurrent_ops(built);
     return built;
   }();
   return r;

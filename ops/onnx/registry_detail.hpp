@@ -45,5 +45,6 @@ void add_shape_ops(Registry& r);
 void add_tensor_ops(Registry& r);
 void add_reduce_ops(Registry& r);
 void add_scan_ops(Registry& r);
+void add_recurrent_ops(Registry& r);
 
 }  // namespace recur::onnx::detail
