@@ -30,6 +30,7 @@ const Registry& registry() {
     add_reduce_ops(built);
     add_scan_ops(built);
     add_recurrent_ops(built);
+    add_control_ops(built);
     return built;
   }();
   return r;

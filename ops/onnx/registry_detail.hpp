@@ -46,5 +46,6 @@ void add_tensor_ops(Registry& r);
 void add_reduce_ops(Registry& r);
 void add_scan_ops(Registry& r);
 void add_recurrent_ops(Registry& r);
+void add_control_ops(Registry& r);
 
 }  // namespace recur::onnx::detail
