@@ -4,33 +4,37 @@
 namespace recur::onnx::detail {
 namespace {
 
-Var input_of(const Scope& scope, const ::onnx::NodeProto& node, const std::string& name,
+Value input_of(const Scope& scope, const ::onnx::NodeProto& node, const std::string& name,
              const ModelState& model) {
-  if (const Var* v = scope.find(name)) return *v;
+  if (const Value* v = scope.find(name)) return *v;
   fail<ValueError>("onnx", model.origin, ": node '", node.name(), "' (", node.op_type(), ") reads '", name,
                    "', which no graph input, initializer or earlier node gives");
 }
 
+bool is_computed(const Value& v) { return !std::holds_alternative<Var>(v) || std::get<Var>(v).defined(); }
+
+std::vector<Value> values_of(const std::vector<Var>& vars) { return {vars.begin(), vars.end()}; }
+
 void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& scope) {
-  std::vector<Var> inputs;
+  std::vector<Value> inputs;
   inputs.reserve(static_cast<std::size_t>(node.input_size()));
-  for (const auto& name : node.input()) inputs.push_back(name.empty() ? Var() : input_of(scope, node, name, model));
+  for (const auto& name : node.input()) inputs.push_back(name.empty() ? Value(Var()) : input_of(scope, node, name, model));
   const NodeContext context(model, node, std::move(inputs), scope);
   const OpImport* op = registry().find(node.op_type(), model.opset);
   if (!op || !(node.domain().empty() || node.domain() == "ai.onnx")) context.unsupported("recur does not import this op");
-  const std::vector<Var> outputs = op->run(context);
+  const std::vector<Value> outputs = op->run_values ? op->run_values(context) : values_of(op->run(context));
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
     if (name.empty()) continue;
     const auto k = static_cast<std::size_t>(i);
-    if (k >= outputs.size() || !outputs[k].defined()) context.unsupported("output ", i, " ('", name, "') is not computed");
+    if (k >= outputs.size() || !is_computed(outputs[k])) context.unsupported("output ", i, " ('", name, "') is not computed");
     scope.bind(name, outputs[k]);
   }
 }
 
 }  // namespace
 
-const Var* Scope::find(const std::string& name) const {
+const Value* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->outer_) {
     const auto it = s->values_.find(name);
     if (it != s->values_.end()) return &it->second;
@@ -38,11 +42,11 @@ const Var* Scope::find(const std::string& name) const {
   return nullptr;
 }
 
-std::vector<Var> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope) {
+std::vector<Value> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope) {
   for (const auto& node : graph.node()) run_node(model, node, scope);
-  std::vector<Var> outputs;
+  std::vector<Value> outputs;
   for (const auto& output : graph.output()) {
-    const Var* v = scope.find(output.name());
+    const Value* v = scope.find(output.name());
     if (!v)
       fail<ValueError>("onnx", model.origin, ": graph '", graph.name(), "' output '", output.name(),
                        "' is computed by no node");
@@ -55,7 +59,7 @@ void bind_initializers(const ModelState& model, const ::onnx::GraphProto& graph,
   for (const auto& init : graph.initializer()) scope.bind(init.name(), Var(model.parameter_by_name.find(init.name())->second));
 }
 
-std::vector<Var> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Var> inputs,
+std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Value> inputs,
                            const Scope* outer) {
   Scope scope(outer);
   bind_initializers(model, graph, scope);

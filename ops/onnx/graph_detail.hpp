@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -14,6 +15,10 @@
 #include <recur/autodiff/var.hpp>
 
 namespace recur::onnx::detail {
+
+// A value of a graph: a tensor, or a sequence of tensors (ONNX's sequence type).
+using Sequence = std::vector<Var>;
+using Value = std::variant<Var, Sequence>;
 
 // What a loaded model keeps: the proto, its opset, and a parameter per initializer.
 struct ModelState {
@@ -28,22 +33,22 @@ struct ModelState {
 class Scope {
  public:
   explicit Scope(const Scope* outer = nullptr) : outer_(outer) {}
-  void bind(const std::string& name, Var value) { values_[name] = std::move(value); }
+  void bind(const std::string& name, Value value) { values_[name] = std::move(value); }
   // The value of `name` here or in an outer scope; nullptr when none binds it.
-  const Var* find(const std::string& name) const;
+  const Value* find(const std::string& name) const;
 
  private:
   const Scope* outer_;
-  std::unordered_map<std::string, Var> values_;
+  std::unordered_map<std::string, Value> values_;
 };
 
 // The graph's initializers bound to their parameters (read on the current tape).
 void bind_initializers(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope);
 // Runs the graph's nodes in `scope` (inputs and initializers already bound); its outputs.
-std::vector<Var> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope);
+std::vector<Value> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope);
 // Runs `graph` with its (non-initializer) inputs bound to `inputs` in order, inside
 // `outer` (nullptr for the main graph); returns its outputs in order.
-std::vector<Var> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Var> inputs,
+std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Value> inputs,
                            const Scope* outer);
 
 }  // namespace recur::onnx::detail

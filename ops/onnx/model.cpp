@@ -91,7 +91,8 @@ const ::onnx::ValueInfoProto* graph_input(const ::onnx::GraphProto& g, const std
 
 // ValueError unless `value` has the dtype and the fixed dimensions the graph input declares.
 void check_fed(const ModelState& state, const ::onnx::ValueInfoProto& info, const Var& value) {
-  if (!info.type().has_tensor_type()) return;
+  if (!info.type().has_tensor_type())
+    fail<ValueError>("onnx::Model::run", state.origin, ": input '", info.name(), "' is a sequence, fed a tensor");
   const auto& type = info.type().tensor_type();
   const DType want = detail::dtype_of_element_type(type.elem_type(), "graph input '" + info.name() + "'");
   bool fits = value.dtype() == want;
@@ -111,9 +112,13 @@ void check_fed(const ModelState& state, const ::onnx::ValueInfoProto& info, cons
 void check_graph_types(const ModelState& state) {
   const auto check = [&](const ::onnx::ValueInfoProto& info, const char* what) {
     const std::string where = state.origin + ": graph " + what + " '" + info.name() + "'";
-    if (!info.type().has_tensor_type())
-      throw UnsupportedError("recur::onnx::load: " + where + " is not a tensor (sequences, maps and optionals are not imported)");
-    detail::dtype_of_element_type(info.type().tensor_type().elem_type(), where);
+    const auto& type = info.type();
+    const bool sequence = type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type();
+    if (!type.has_tensor_type() && !sequence)
+      throw UnsupportedError("recur::onnx::load: " + where +
+                             " is neither a tensor nor a sequence of tensors (maps and optionals are not imported)");
+    const auto& tensor = sequence ? type.sequence_type().elem_type().tensor_type() : type.tensor_type();
+    detail::dtype_of_element_type(tensor.elem_type(), where);
   };
   for (const auto& in : state.proto.graph().input()) check(in, "input");
   for (const auto& out : state.proto.graph().output()) check(out, "output");
@@ -148,30 +153,50 @@ std::vector<std::string> unsupported_ops(const std::string& path) {
 }
 
 std::map<std::string, Var> Model::run(const std::map<std::string, Var>& inputs) const {
+  for (const auto& output : state_->proto.graph().output())
+    if (!output.type().has_tensor_type())
+      fail<ValueError>("onnx::Model::run", state_->origin, ": output '", output.name(),
+                       "' is a sequence: run_with_sequences gives it");
+  return run_with_sequences(inputs).tensors;
+}
+
+Outputs Model::run_with_sequences(const std::map<std::string, Var>& inputs,
+                                  const std::map<std::string, std::vector<Var>>& sequence_inputs) const {
   const auto& graph = state_->proto.graph();
   // The feed is checked before anything is recorded.
-  for (const auto& [name, value] : inputs) {
+  const auto input_info = [&](const std::string& name) {
     const auto* info = graph_input(graph, name);
     if (!info) fail<ValueError>("onnx::Model::run", state_->origin, ": the model has no input '", name, "'");
-    check_fed(*state_, *info, value);
+    return info;
+  };
+  for (const auto& [name, value] : inputs) check_fed(*state_, *input_info(name), value);
+  for (const auto& [name, value] : sequence_inputs) {
+    if (!input_info(name)->type().has_sequence_type() || inputs.count(name))
+      fail<ValueError>("onnx::Model::run", state_->origin, ": input '", name, "' is not a sequence, or fed twice");
   }
   for (const auto& name : input_names())
-    if (!inputs.count(name)) fail<ValueError>("onnx::Model::run", state_->origin, ": input '", name, "' is not fed");
+    if (!inputs.count(name) && !sequence_inputs.count(name))
+      fail<ValueError>("onnx::Model::run", state_->origin, ": input '", name, "' is not fed");
   // A node that fails half-way leaves the tape as it was: what the run recorded is dropped.
   Tape& tape = Tape::current();
   const std::uint32_t mark = tape.size();
-  std::vector<Var> values;
+  std::vector<detail::Value> values;
   try {
     detail::Scope scope;
     detail::bind_initializers(*state_, graph, scope);
     for (const auto& [name, value] : inputs) scope.bind(name, value);
+    for (const auto& [name, value] : sequence_inputs) scope.bind(name, value);
     values = detail::run_nodes(*state_, graph, scope);
   } catch (...) {
     TapeAccess::truncate(tape, mark);
     throw;
   }
-  std::map<std::string, Var> out;
-  for (int i = 0; i < graph.output_size(); ++i) out.emplace(graph.output(i).name(), values[static_cast<std::size_t>(i)]);
+  Outputs out;
+  for (int i = 0; i < graph.output_size(); ++i) {
+    const auto& value = values[static_cast<std::size_t>(i)];
+    if (const auto* v = std::get_if<Var>(&value)) out.tensors.emplace(graph.output(i).name(), *v);
+    else out.sequences.emplace(graph.output(i).name(), std::get<detail::Sequence>(value));
+  }
   return out;
 }
 
@@ -204,6 +229,14 @@ std::vector<std::string> Model::output_names() const {
   std::vector<std::string> out;
   for (const auto& o : state_->proto.graph().output()) out.push_back(o.name());
   return out;
+}
+
+bool Model::is_sequence(std::string_view name) const {
+  const auto& graph = state_->proto.graph();
+  for (const auto* values : {&graph.input(), &graph.output()})
+    for (const auto& v : *values)
+      if (v.name() == name) return v.type().has_sequence_type();
+  return false;
 }
 
 std::int64_t Model::opset() const { return state_->opset; }

@@ -33,12 +33,24 @@ namespace detail {
 struct ModelState;
 }
 
+// What run_with_sequences gives: the graph outputs that are tensors, and those that are
+// sequences of tensors (ONNX's sequence type).
+struct Outputs {
+  std::map<std::string, Var> tensors;
+  std::map<std::string, std::vector<Var>> sequences;
+};
+
 class Model {
  public:
   // Runs the graph on the current tape. `inputs` feeds graph inputs by name (a Tensor
   // converts to a constant); an input that has an initializer may be left out (its
   // parameter is read). Returns every graph output by name.
+  // ValueError if a graph output is a sequence (run_with_sequences gives those).
   std::map<std::string, Var> run(const std::map<std::string, Var>& inputs) const;
+  // The same for models with sequence inputs or outputs: sequence inputs are fed by name
+  // in `sequence_inputs`.
+  Outputs run_with_sequences(const std::map<std::string, Var>& inputs,
+                             const std::map<std::string, std::vector<Var>>& sequence_inputs = {}) const;
 
   // The initializers, as parameters (in the model's order, named as in the model).
   const std::vector<Shared>& parameters() const;
@@ -49,6 +61,8 @@ class Model {
   // The graph inputs that are not initializers, and the graph outputs, in order.
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
+  // Whether the graph input or output `name` is a sequence of tensors.
+  bool is_sequence(std::string_view name) const;
   // The version of the default ONNX domain ("ai.onnx") the model imports.
   std::int64_t opset() const;
 
@@ -74,5 +88,7 @@ std::vector<std::string> imported_op_types();
 
 // A serialized TensorProto (as in ONNX's test data) as a Tensor (element types as above).
 Tensor load_tensor(const std::string& path);
+// A serialized SequenceProto of tensors as its tensors.
+std::vector<Tensor> load_sequence(const std::string& path);
 
 }  // namespace recur::onnx

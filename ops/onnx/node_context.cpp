@@ -7,9 +7,37 @@ std::string NodeContext::describe() const {
                                  model_.opset, ")");
 }
 
+bool NodeContext::has_input(std::size_t i) const {
+  return i < inputs_.size() && (!std::holds_alternative<Var>(inputs_[i]) || std::get<Var>(inputs_[i]).defined());
+}
+
+const Var& NodeContext::tensor_of(const Value& v, const std::string& what) const {
+  if (!std::holds_alternative<Var>(v)) invalid(what, " is a sequence, a tensor is expected");
+  return std::get<Var>(v);
+}
+
 const Var& NodeContext::input(std::size_t i) const {
   if (!has_input(i)) invalid("input ", i, " is required and not given");
-  return inputs_[i];
+  return tensor_of(inputs_[i], "input " + std::to_string(i));
+}
+
+const Sequence& NodeContext::sequence_input(std::size_t i) const {
+  if (!has_input(i)) invalid("input ", i, " is required and not given");
+  if (!std::holds_alternative<Sequence>(inputs_[i])) invalid("input ", i, " is a tensor, a sequence is expected");
+  return std::get<Sequence>(inputs_[i]);
+}
+
+std::vector<Var> NodeContext::tensor_inputs(std::size_t first) const {
+  std::vector<Var> out;
+  for (std::size_t i = first; i < inputs_.size(); ++i) out.push_back(input(i));
+  return out;
+}
+
+std::vector<Var> NodeContext::run_tensor_body(const ::onnx::GraphProto& body, std::span<const Var> inputs) const {
+  const std::vector<Value> args(inputs.begin(), inputs.end());
+  std::vector<Var> out;
+  for (const auto& v : run_body(body, args)) out.push_back(tensor_of(v, "an output of body '" + body.name() + "'"));
+  return out;
 }
 
 std::vector<std::int64_t> NodeContext::ints_input(std::size_t i) const {

@@ -18,7 +18,7 @@ namespace recur::onnx::detail {
 
 class NodeContext {
  public:
-  NodeContext(const ModelState& model, const ::onnx::NodeProto& node, std::vector<Var> inputs, const Scope& scope)
+  NodeContext(const ModelState& model, const ::onnx::NodeProto& node, std::vector<Value> inputs, const Scope& scope)
       : model_(model), node_(node), inputs_(std::move(inputs)), scope_(scope) {}
 
   const ::onnx::NodeProto& node() const { return node_; }
@@ -27,9 +27,13 @@ class NodeContext {
 
   // Inputs: `has_input` is false for an omitted optional input (empty name, or past the end).
   std::size_t input_count() const { return inputs_.size(); }
-  bool has_input(std::size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  bool has_input(std::size_t i) const;
+  // A tensor input (ValueError if it is a sequence), a sequence input (ValueError if a tensor).
   const Var& input(std::size_t i) const;
-  std::span<const Var> inputs() const { return inputs_; }
+  const Sequence& sequence_input(std::size_t i) const;
+  // Every input from `first` on as tensors, or as Values.
+  std::vector<Var> tensor_inputs(std::size_t first = 0) const;
+  std::span<const Value> values() const { return inputs_; }
   // An int64 input read as integers (axes, shapes, starts): ValueError if not int64.
   std::vector<std::int64_t> ints_input(std::size_t i) const;
 
@@ -43,9 +47,13 @@ class NodeContext {
   const ::onnx::GraphProto& graph_attr(const std::string& name) const;
 
   // Runs a body graph of this node inside the node's scope.
-  std::vector<Var> run_body(const ::onnx::GraphProto& body, std::span<const Var> inputs) const {
+  std::vector<Value> run_body(const ::onnx::GraphProto& body, std::span<const Value> inputs) const {
     return run_graph(model_, body, inputs, &scope_);
   }
+  // The same for a body that takes and gives tensors only (Scan's).
+  std::vector<Var> run_tensor_body(const ::onnx::GraphProto& body, std::span<const Var> inputs) const;
+  // A value that must be a tensor (ValueError naming `what` otherwise).
+  const Var& tensor_of(const Value& v, const std::string& what) const;
 
   // "node 'name' (OpType, opset N)", how messages name the node.
   std::string describe() const;
@@ -61,7 +69,7 @@ class NodeContext {
  private:
   const ModelState& model_;
   const ::onnx::NodeProto& node_;
-  std::vector<Var> inputs_;
+  std::vector<Value> inputs_;
   const Scope& scope_;
 };
 

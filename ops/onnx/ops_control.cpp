@@ -1,7 +1,7 @@
 // Control flow: If and Loop. Their body graphs are recorded as recur ops like the main
 // graph (reading outer-scope values, gradients reaching them). Loop is unrolled on the
 // tape, one recorded body per iteration, because its trip count and `cond` are known only
-// while it runs; it carries tensors (not sequences).
+// while it runs; it carries tensors and sequences.
 #include <limits>
 
 #include <recur/core/creation.hpp>
@@ -12,7 +12,7 @@
 namespace recur::onnx::detail {
 namespace {
 
-std::vector<Var> if_import(const NodeContext& c) {
+std::vector<Value> if_import(const NodeContext& c) {
   const bool then = scalar_value(c, c.input(0), "cond") != 0;
   const auto outputs = c.run_body(c.graph_attr(then ? "then_branch" : "else_branch"), {});
   if (outputs.size() != c.output_count())
@@ -23,7 +23,7 @@ std::vector<Var> if_import(const NodeContext& c) {
 
 Var int64_scalar(std::int64_t v) { return constant(full({}, static_cast<double>(v), DType::int64)); }
 
-std::vector<Var> loop_import(const NodeContext& c) {
+std::vector<Value> loop_import(const NodeContext& c) {
   const auto& body = c.graph_attr("body");
   const std::size_t carried = c.input_count() < 2 ? 0 : c.input_count() - 2;
   if (static_cast<std::size_t>(body.input_size()) != carried + 2)
@@ -35,17 +35,18 @@ std::vector<Var> loop_import(const NodeContext& c) {
       c.has_input(0) ? static_cast<std::int64_t>(scalar_value(c, c.input(0), "M")) : std::numeric_limits<std::int64_t>::max();
   bool go_on = c.has_input(1) ? scalar_value(c, c.input(1), "cond") != 0 : true;
   if (!c.has_input(0) && !c.has_input(1)) c.unsupported("a loop with neither a trip count nor a condition never ends");
-  std::vector<Var> state(c.inputs().begin() + 2, c.inputs().end());
+  std::vector<Value> state(c.values().begin() + 2, c.values().end());
   std::vector<std::vector<Var>> scans(scanned);
   for (std::int64_t i = 0; i < trips && go_on; ++i) {
-    std::vector<Var> args{int64_scalar(i), int64_scalar(go_on ? 1 : 0)};
+    std::vector<Value> args{int64_scalar(i), int64_scalar(go_on ? 1 : 0)};
     args.insert(args.end(), state.begin(), state.end());
     const auto outputs = c.run_body(body, args);
-    go_on = outputs[0].value().item<double>() != 0;
+    go_on = c.tensor_of(outputs[0], "the body's cond").value().item<double>() != 0;
     std::copy(outputs.begin() + 1, outputs.begin() + 1 + static_cast<std::ptrdiff_t>(carried), state.begin());
-    for (std::size_t k = 0; k < scanned; ++k) scans[k].push_back(outputs[1 + carried + k]);
+    for (std::size_t k = 0; k < scanned; ++k)
+      scans[k].push_back(c.tensor_of(outputs[1 + carried + k], "a scan output of the body"));
   }
-  std::vector<Var> out = state;
+  std::vector<Value> out = state;
   for (const auto& pieces : scans) {
     if (pieces.empty()) c.unsupported("scan outputs of a loop that ran no iteration (their shape is unknown)");
     out.push_back(stack(pieces, 0));
@@ -56,8 +57,8 @@ std::vector<Var> loop_import(const NodeContext& c) {
 }  // namespace
 
 void add_control_ops(Registry& r) {
-  r.add("If", {if_import});
-  r.add("Loop", {loop_import});
+  r.add("If", {.run_values = if_import});
+  r.add("Loop", {.run_values = loop_import});
 }
 
 }  // namespace recur::onnx::detail

@@ -24,7 +24,7 @@ std::vector<Var> scan_once(const NodeContext& c, const std::vector<Var>& states,
               sequences.size(), " scan inputs");
   if (static_cast<std::size_t>(body.output_size()) < states.size())
     c.invalid("the body gives ", body.output_size(), " outputs, fewer than its ", states.size(), " states");
-  const Body step = [&c, &body](std::span<const Var> args) { return c.run_body(body, args); };
+  const Body step = [&c, &body](std::span<const Var> args) { return c.run_tensor_body(body, args); };
   auto result = ::recur::onnx::scan(step, states, sequences, options);
   std::vector<Var> out = std::move(result.final_states);
   out.insert(out.end(), result.scan_outputs.begin(), result.scan_outputs.end());

@@ -91,8 +91,7 @@ std::vector<Var> expand_import(const NodeContext& c) {
 }
 
 std::vector<Var> concat_import(const NodeContext& c) {
-  std::vector<Var> xs(c.inputs().begin(), c.inputs().end());
-  return {concat(xs, c.required_int_attr("axis"))};
+  return {concat(c.tensor_inputs(), c.required_int_attr("axis"))};
 }
 
 std::vector<Var> split_import(const NodeContext& c) {
@@ -179,7 +178,8 @@ std::vector<Var> flatten_import(const NodeContext& c) {
   return {reshape(x, Shape{rows, cols})};
 }
 
-std::vector<Var> identity_import(const NodeContext& c) { return {c.input(0)}; }
+// Identity passes tensors and sequences alike.
+std::vector<Value> identity_import(const NodeContext& c) { return {c.values()[0]}; }
 
 }  // namespace
 
@@ -195,7 +195,7 @@ void add_shape_ops(Registry& r) {
   r.add("Gather", {gather_import});
   r.add("GatherElements", {gather_elements_import});
   r.add("Flatten", {flatten_import});
-  r.add("Identity", {identity_import});
+  r.add("Identity", {.run_values = identity_import});
 }
 
 }  // namespace recur::onnx::detail

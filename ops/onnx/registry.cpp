@@ -31,6 +31,7 @@ const Registry& registry() {
     add_scan_ops(built);
     add_recurrent_ops(built);
     add_control_ops(built);
+    add_sequence_ops(built);
     return built;
   }();
   return r;

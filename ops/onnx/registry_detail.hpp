@@ -11,12 +11,16 @@
 
 namespace recur::onnx::detail {
 
+// Most ops take and give tensors (ImportFn); those that handle sequences too, or run body
+// graphs that may, take and give Values (ValueImportFn).
 using ImportFn = std::vector<Var> (*)(const NodeContext&);
+using ValueImportFn = std::vector<Value> (*)(const NodeContext&);
 
 struct OpImport {
   ImportFn run = nullptr;
   std::int64_t since = 1;      // the lowest opset recur imports it at
   std::int64_t until = 23;     // the highest
+  ValueImportFn run_values = nullptr;  // used instead of `run` when set
 };
 
 class Registry {
@@ -47,5 +51,6 @@ void add_reduce_ops(Registry& r);
 void add_scan_ops(Registry& r);
 void add_recurrent_ops(Registry& r);
 void add_control_ops(Registry& r);
+void add_sequence_ops(Registry& r);
 
 }  // namespace recur::onnx::detail

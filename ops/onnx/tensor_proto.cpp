@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <onnx/defs/tensor_proto_util.h>
+#include <onnx/onnx-data_pb.h>
 
 #include <recur/ops/onnx/model.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
@@ -111,6 +112,17 @@ Tensor load_tensor(const std::string& path) {
   ::onnx::TensorProto proto;
   if (!proto.ParseFromIstream(&in)) fail<IOError>("onnx::load_tensor", "'", path, "' is not a serialized TensorProto");
   return detail::tensor_from_proto(proto, "'" + path + "'");
+}
+
+std::vector<Tensor> load_sequence(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail<IOError>("onnx::load_sequence", "cannot open '", path, "'");
+  ::onnx::SequenceProto proto;
+  if (!proto.ParseFromIstream(&in) || proto.elem_type() != ::onnx::SequenceProto::TENSOR)
+    fail<IOError>("onnx::load_sequence", "'", path, "' is not a serialized SequenceProto of tensors");
+  std::vector<Tensor> out;
+  for (const auto& t : proto.tensor_values()) out.push_back(detail::tensor_from_proto(t, "'" + path + "'"));
+  return out;
 }
 
 }  // namespace recur::onnx

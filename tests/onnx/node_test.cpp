@@ -75,19 +75,34 @@ NodeTestResult run_node_test(const fs::path& dir) {
     for (const auto& set : sorted({fs::directory_iterator(dir), fs::directory_iterator()})) {
       if (!fs::is_directory(set) || set.filename().string().rfind("test_data_set_", 0) != 0) continue;
       ++sets;
-      std::map<std::string, Tensor> fed;
       const auto input_files = files_named(set, "input_");
       Tape tape;
       std::map<std::string, Var> feed;
-      for (std::size_t i = 0; i < input_files.size() && i < inputs.size(); ++i)
-        feed.emplace(inputs[i], onnx::load_tensor(input_files[i].string()));
-      const auto got = model.run(feed);
+      std::map<std::string, std::vector<Var>> sequences;
+      for (std::size_t i = 0; i < input_files.size() && i < inputs.size(); ++i) {
+        if (model.is_sequence(inputs[i])) {
+          const auto tensors = onnx::load_sequence(input_files[i].string());
+          sequences.emplace(inputs[i], std::vector<Var>(tensors.begin(), tensors.end()));
+        } else {
+          feed.emplace(inputs[i], onnx::load_tensor(input_files[i].string()));
+        }
+      }
+      const auto got = model.run_with_sequences(feed, sequences);
       const auto output_files = files_named(set, "output_");
       if (output_files.size() != outputs.size())
         return {Kind::failed, set.filename().string() + ": " + std::to_string(output_files.size()) +
                                   " expected outputs for " + std::to_string(outputs.size()) + " graph outputs"};
       for (std::size_t k = 0; k < outputs.size(); ++k) {
-        const std::string why = mismatch(got.at(outputs[k]).value(), onnx::load_tensor(output_files[k].string()));
+        std::string why;
+        if (model.is_sequence(outputs[k])) {
+          const auto& seq = got.sequences.at(outputs[k]);
+          const auto want = onnx::load_sequence(output_files[k].string());
+          if (seq.size() != want.size())
+            why = "a sequence of " + std::to_string(seq.size()) + " tensors, expected " + std::to_string(want.size());
+          for (std::size_t j = 0; why.empty() && j < want.size(); ++j) why = mismatch(seq[j].value(), want[j]);
+        } else {
+          why = mismatch(got.tensors.at(outputs[k]).value(), onnx::load_tensor(output_files[k].string()));
+        }
         if (!why.empty()) return {Kind::failed, set.filename().string() + ", output '" + outputs[k] + "': " + why};
       }
     }
