@@ -6,24 +6,12 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include "model_builder.hpp"
+#include "onnx_test_values.hpp"
 
 namespace recur::testing {
 namespace {
 
 using ::onnx::TensorProto;
-
-Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
-  Generator gen(seed);
-  return normal(shape, 0.0, 0.6, gen, DType::float64);
-}
-
-Tensor int64_scalar(std::int64_t v) { return full({}, static_cast<double>(v), DType::int64); }
-
-void expect_near(const Tensor& got, const Tensor& want) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (std::int64_t i = 0; i < got.numel(); ++i)
-    EXPECT_NEAR(got.data<double>()[i], want.data<double>()[i], 1e-12) << "element " << i;
-}
 
 // y = cond ? x * W : tanh(x) - W, both branches reading x and W from the outer graph.
 std::string if_model() {

@@ -6,22 +6,12 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include "model_builder.hpp"
+#include "onnx_test_values.hpp"
 
 namespace recur::testing {
 namespace {
 
 using ::onnx::TensorProto;
-
-Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
-  Generator gen(seed);
-  return normal(shape, 0.0, 1.0, gen, DType::float64);
-}
-
-Tensor int64_tensor(const std::vector<std::int64_t>& v) {
-  Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, DType::int64);
-  std::copy(v.begin(), v.end(), t.data<std::int64_t>());
-  return t;
-}
 
 // check_gradients over the model's inputs `names`, fed `values` in order.
 void expect_gradients_match(const onnx::Model& model, const std::vector<std::string>& names,

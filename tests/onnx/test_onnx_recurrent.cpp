@@ -8,16 +8,12 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include "model_builder.hpp"
+#include "onnx_test_values.hpp"
 
 namespace recur::testing {
 namespace {
 
 constexpr std::int64_t T = 3, B = 2, I = 3, H = 2;
-
-Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
-  Generator gen(seed);
-  return normal(shape, 0.0, 0.6, gen, DType::float64);
-}
 
 std::int64_t gates_of(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
 
@@ -63,12 +59,6 @@ Feed random_feed(const std::string& op, std::int64_t D, std::int64_t layout, std
   f.tensors["h0"] = random_tensor(layout ? Shape{B, D, H} : Shape{D, B, H}, seed + 4);
   if (op == "LSTM") f.tensors["c0"] = random_tensor(layout ? Shape{B, D, H} : Shape{D, B, H}, seed + 5);
   return f;
-}
-
-void expect_near(const Tensor& got, const Tensor& want) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (std::int64_t i = 0; i < got.numel(); ++i)
-    EXPECT_NEAR(got.to(DType::float64).data<double>()[i], want.to(DType::float64).data<double>()[i], 1e-12) << i;
 }
 
 // ONNX's GRU equations (gates z, r, h) with recur's ops, one direction, forward.

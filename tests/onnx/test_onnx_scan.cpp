@@ -7,14 +7,10 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include "model_builder.hpp"
+#include "onnx_test_values.hpp"
 
 namespace recur::testing {
 namespace {
-
-Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
-  Generator gen(seed);
-  return normal(shape, 0.0, 0.7, gen, DType::float64);
-}
 
 // The Elman step h' = tanh(h W + x_t), W read from the outer graph; outputs h' and y_t = h'.
 ::onnx::GraphProto elman_body() {
@@ -53,12 +49,6 @@ std::pair<Tensor, Tensor> elman_loop(const Tensor& h0, const Tensor& xs, const T
     ys.push_back(h);
   }
   return {h, stack(ys, 0)};
-}
-
-void expect_near(const Tensor& got, const Tensor& want) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (std::int64_t i = 0; i < got.numel(); ++i)
-    EXPECT_NEAR(got.data<double>()[i], want.data<double>()[i], 1e-12) << "element " << i;
 }
 
 void expect_gradients_match(const onnx::Model& model, const std::vector<Tensor>& values, const char* output) {

@@ -6,11 +6,10 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include "model_builder.hpp"
+#include "onnx_test_values.hpp"
 
 namespace recur::testing {
 namespace {
-
-Tensor int64_scalar(std::int64_t v) { return full({}, static_cast<double>(v), DType::int64); }
 
 // x [4, 2] -> its rows as a sequence; tanh(row 1) inserted at the front, the last row
 // erased, the rows stacked again and multiplied by x.
