@@ -32,6 +32,7 @@ const Registry& registry() {
     add_recurrent_ops(built);
     add_control_ops(built);
     add_sequence_ops(built);
+    add_loss_ops(built);
     return built;
   }();
   return r;

@@ -52,5 +52,6 @@ void add_scan_ops(Registry& r);
 void add_recurrent_ops(Registry& r);
 void add_control_ops(Registry& r);
 void add_sequence_ops(Registry& r);
+void add_loss_ops(Registry& r);
 
 }  // namespace recur::onnx::detail

@@ -77,5 +77,32 @@ TEST(OnnxGradients, ShapeOpsMatchFiniteDifferences) {
   expect_gradients_match(model, {"x"}, {random_tensor({2, 3, 4}, 5)}, "y");
 }
 
+// NegativeLogLikelihoodLoss with class weights, an ignored target and the mean reduction:
+// gradients to the scores and to the weights.
+TEST(OnnxGradients, NegativeLogLikelihoodLossMatchesFiniteDifferences) {
+  GraphBuilder g("nll");
+  g.input("x", {3, 4, 2}).input("w", {4}).output("loss", {});
+  Tensor target = int64_tensor({0, 3, 2, -1, 1, 3}).view({3, 2});
+  g.initializer("target", target);
+  ::onnx::AttributeProto ignore = int_attribute("ignore_index", -1);
+  g.node("NegativeLogLikelihoodLoss", {"x", "target", "w"}, {"loss"}, {ignore});
+  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const Tensor x = random_tensor({3, 4, 2}, 6), w = add(random_tensor({4}, 7), full({}, 2.0, DType::float64));
+  {
+    Tape tape;
+    // By hand: -sum(w[t] x[n, t, d]) / sum(w[t]) over the kept (n, d).
+    double num = 0, den = 0;
+    for (std::int64_t n = 0; n < 3; ++n)
+      for (std::int64_t d = 0; d < 2; ++d) {
+        const auto t = target.at<std::int64_t>({n, d});
+        if (t < 0) continue;
+        num -= w.at({t}) * x.at({n, t, d});
+        den += w.at({t});
+      }
+    EXPECT_NEAR(model.run({{"x", x}, {"w", w}}).at("loss").value().item(), num / den, 1e-14);
+  }
+  expect_gradients_match(model, {"x", "w"}, {x, w}, "loss");
+}
+
 }  // namespace
 }  // namespace recur::testing
