@@ -33,26 +33,20 @@ Var reorder_gates(const Var& w, nn::CellKind kind, std::int64_t hidden, std::int
   return blocks.size() == 1 ? blocks[0] : concat(blocks, axis);
 }
 
-// The activations a node names must be the fused op's; returns the RNN's nonlinearity.
+// The activations a node names must be the fused op's defaults (RNN: Tanh or Relu, the
+// same for both directions); returns the RNN's nonlinearity.
 nn::Nonlinearity check_activations(const NodeContext& c, nn::CellKind kind) {
   const auto* a = c.attribute("activations");
-  nn::Nonlinearity act = nn::Nonlinearity::tanh;
-  if (!a) return act;
-  std::vector<std::string> defaults;
+  if (!a || a->strings_size() == 0) return nn::Nonlinearity::tanh;
+  std::vector<std::string> defaults{"Tanh"};
   if (kind == nn::CellKind::lstm) defaults = {"Sigmoid", "Tanh", "Tanh"};
   if (kind == nn::CellKind::gru) defaults = {"Sigmoid", "Tanh"};
-  for (std::size_t i = 0; i < static_cast<std::size_t>(a->strings_size()); ++i) {
-    const std::string& name = a->strings(static_cast<int>(i));
-    if (kind == nn::CellKind::rnn) {
-      if (name != "Tanh" && name != "Relu") c.unsupported("activation ", name, " (RNN imports Tanh and Relu)");
-      act = name == "Relu" ? nn::Nonlinearity::relu : nn::Nonlinearity::tanh;
-      if (i > 0 && act != (a->strings(0) == "Relu" ? nn::Nonlinearity::relu : nn::Nonlinearity::tanh))
-        c.unsupported("different activations per direction");
-    } else if (name != defaults[i % defaults.size()]) {
-      c.unsupported("activation ", name, " at position ", i, " (only the defaults are imported)");
-    }
-  }
-  return act;
+  if (kind == nn::CellKind::rnn && a->strings(0) == "Relu") defaults = {"Relu"};
+  for (int i = 0; i < a->strings_size(); ++i)
+    if (a->strings(i) != defaults[static_cast<std::size_t>(i) % defaults.size()])
+      c.unsupported("activation ", a->strings(i), " at position ", i,
+                    " (imported: the defaults, and for RNN Tanh or Relu for every direction)");
+  return defaults[0] == "Relu" ? nn::Nonlinearity::relu : nn::Nonlinearity::tanh;
 }
 
 std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {

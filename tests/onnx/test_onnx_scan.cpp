@@ -71,7 +71,28 @@ TEST_P(OnnxScanOpset, ElmanLoopMatchesRecurOpsAndFiniteDifferences) {
   expect_gradients_match(model, {h0, xs, W}, "ys");
 }
 
-INSTANTIATE_TEST_SUITE_P(Opsets, OnnxScanOpset, ::testing::Values(9, 11, 16));
+// 19, 21 and 23 changed only the element types Scan accepts: the same loop runs.
+INSTANTIATE_TEST_SUITE_P(Opsets, OnnxScanOpset, ::testing::Values(9, 11, 16, 19, 21, 23));
+
+// Element types recur does not hold (here float16; the bfloat16 and float8 types Scan 19
+// to 23 admit likewise) are refused when the model loads, naming the input.
+TEST(OnnxScan, UnsupportedElementTypeIsRefusedAtLoad) {
+  GraphBuilder body("step");
+  body.input("h", {2}, ::onnx::TensorProto::FLOAT16).input("x", {2}, ::onnx::TensorProto::FLOAT16);
+  body.output("hn", {2}, ::onnx::TensorProto::FLOAT16).output("y", {2}, ::onnx::TensorProto::FLOAT16);
+  body.node("Add", {"h", "x"}, {"hn"}).node("Identity", {"hn"}, {"y"});
+  GraphBuilder g("g");
+  g.input("h0", {2}, ::onnx::TensorProto::FLOAT16).input("xs", {3, 2}, ::onnx::TensorProto::FLOAT16);
+  g.output("hT", {2}, ::onnx::TensorProto::FLOAT16).output("ys", {3, 2}, ::onnx::TensorProto::FLOAT16);
+  g.node("Scan", {"h0", "xs"}, {"hT", "ys"}, {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)});
+  try {
+    onnx::load_from_bytes(model_bytes(g.graph(), 23), "half.onnx");
+    ADD_FAILURE() << "a float16 Scan loaded";
+  } catch (const onnx::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("FLOAT16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'h0'"), std::string::npos) << e.what();
+  }
+}
 
 // Scan inputs along axis 1 taken in reverse; the scan output stacked along axis 1, prepended.
 TEST(OnnxScan, AxesAndDirections) {
