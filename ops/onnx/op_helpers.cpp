@@ -24,4 +24,10 @@ double scalar_value(const NodeContext& c, const Var& v, const char* what) {
   return v.value().item<double>();
 }
 
+std::int64_t integer_value(const NodeContext& c, const Var& v, const char* what) {
+  if (v.dtype() != DType::int64) c.invalid(what, " must be an integer, got ", v.dtype());
+  if (v.numel() != 1) c.invalid(what, " must hold one element, got shape ", to_string(v.shape()));
+  return v.value().item<std::int64_t>();
+}
+
 }  // namespace recur::onnx::detail

@@ -33,5 +33,8 @@ std::int64_t normalized_axis(const NodeContext& c, std::int64_t axis, std::int64
 
 // The one-element tensor `t` as a number.
 double scalar_value(const NodeContext& c, const Var& v, const char* what);
+// The same for an integer that must be held exactly (positions, counts): ValueError unless
+// `v` is one int64 element.
+std::int64_t integer_value(const NodeContext& c, const Var& v, const char* what);
 
 }  // namespace recur::onnx::detail

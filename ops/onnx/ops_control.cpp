@@ -31,8 +31,8 @@ std::vector<Value> loop_import(const NodeContext& c) {
   if (static_cast<std::size_t>(body.output_size()) < carried + 1)
     c.invalid("the body gives ", body.output_size(), " outputs, fewer than cond and ", carried, " carried values");
   const std::size_t scanned = static_cast<std::size_t>(body.output_size()) - 1 - carried;
-  const std::int64_t trips =
-      c.has_input(0) ? static_cast<std::int64_t>(scalar_value(c, c.input(0), "M")) : std::numeric_limits<std::int64_t>::max();
+  // M is read as an integer: exporters write INT64_MAX for "no limit", which a double cannot hold.
+  const std::int64_t trips = c.has_input(0) ? integer_value(c, c.input(0), "M") : std::numeric_limits<std::int64_t>::max();
   bool go_on = c.has_input(1) ? scalar_value(c, c.input(1), "cond") != 0 : true;
   if (!c.has_input(0) && !c.has_input(1)) c.unsupported("a loop with neither a trip count nor a condition never ends");
   std::vector<Value> state(c.values().begin() + 2, c.values().end());

@@ -13,7 +13,7 @@ namespace {
 // A position of a sequence of `size` tensors, negative from the back; `size` itself is
 // allowed where ONNX allows it (inserting at the end).
 std::size_t position(const NodeContext& c, std::size_t input, std::int64_t size, bool end_allowed) {
-  const auto p = static_cast<std::int64_t>(scalar_value(c, c.input(input), "position"));
+  const std::int64_t p = integer_value(c, c.input(input), "position");
   const std::int64_t resolved = p < 0 ? p + size : p;
   if (resolved < 0 || resolved > size || (resolved == size && !end_allowed))
     c.invalid("position ", p, " is out of range for a sequence of ", size, " tensors");
@@ -71,7 +71,7 @@ std::vector<Value> split_to_sequence(const NodeContext& c) {
     sizes.assign(static_cast<std::size_t>(length), 1);
     drop_axis = c.int_attr("keepdims", 1) == 0;
   } else if (c.input(1).rank() == 0) {
-    const auto piece = static_cast<std::int64_t>(scalar_value(c, c.input(1), "split"));
+    const std::int64_t piece = integer_value(c, c.input(1), "split");
     if (piece <= 0) c.invalid("split ", piece, " must be positive");
     for (std::int64_t done = 0; done < length; done += piece) sizes.push_back(std::min(piece, length - done));
   } else {

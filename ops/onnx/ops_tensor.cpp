@@ -63,7 +63,9 @@ std::vector<Var> range_import(const NodeContext& c) {
   const double limit = scalar_value(c, c.input(1), "limit");
   const double delta = scalar_value(c, c.input(2), "delta");
   if (delta == 0) c.invalid("delta is 0");
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+  const double count = std::max(0.0, std::ceil((limit - start) / delta));
+  if (!(count < 1e15)) c.invalid("the range from ", start, " to ", limit, " by ", delta, " is too long");
+  const auto n = static_cast<std::int64_t>(count);
   Tensor out = Tensor::empty({n}, c.input(0).dtype());
   dispatch(out.dtype(), [&]<class T>() {
     T* p = out.data<T>();
