@@ -2,6 +2,8 @@
 // to the values their bodies read from the outer graph against finite differences.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <recur/recur.hpp>
 #include <recur/ops/onnx/model.hpp>
 
@@ -42,7 +44,8 @@ TEST(OnnxIf, BranchesAndTheirGradients) {
   }
 }
 
-// h' = tanh(h W + x) while iteration < 2 (so three iterations of at most M = 10), every h'
+// h' = tanh(h W + x) while iteration < 2 (so three iterations; M = INT64_MAX, as exporters
+// write for "no limit"), every h'
 // also a scan output; W and x are read from the outer graph.
 std::string loop_model() {
   GraphBuilder body("body");
@@ -56,7 +59,9 @@ std::string loop_model() {
       .node("Less", {"i", "two"}, {"cond_out"});
   GraphBuilder g("loop");
   g.input("h0", {2}).input("W", {2, 2}).input("x", {2}).output("hT", {2}).output("ys", {3, 2});
-  g.initializer("M", int64_scalar(10)).initializer("go", full({}, 1.0, DType::int64));
+  Tensor no_limit = Tensor::empty({}, DType::int64);
+  no_limit.data<std::int64_t>()[0] = std::numeric_limits<std::int64_t>::max();
+  g.initializer("M", no_limit).initializer("go", full({}, 1.0, DType::int64));
   g.node("Loop", {"M", "go", "h0"}, {"hT", "ys"}, {graph_attribute("body", body.graph())});
   return model_bytes(g.graph(), 13);
 }
