@@ -16,3 +16,13 @@ find_package(xtensor REQUIRED)
 find_package(xtensor-blas REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)
+# The ONNX importer (ops/onnx/, target recur::onnx) needs the ONNX project's library
+# (libonnx-dev: its protobuf classes and checker) and protobuf; without them it is not built.
+find_package(Protobuf QUIET)
+find_package(ONNX CONFIG QUIET)
+if(Protobuf_FOUND AND ONNX_FOUND)
+  set(RECUR_ONNX_FOUND TRUE)
+else()
+  set(RECUR_ONNX_FOUND FALSE)
+  message(STATUS "recur: ONNX library or protobuf not found; recur::onnx (ops/onnx/) is not built")
+endif()

@@ -11,10 +11,15 @@ install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL
 if(RECUR_WITH_DISTRIBUTED)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/distributed/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/distributed
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
-  install(TARGETS recur_distributed EXPORT recurTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
-install(TARGETS recur EXPORT recurTargets
+set(RECUR_INSTALLED_TARGETS recur)
+if(RECUR_WITH_DISTRIBUTED)
+  list(APPEND RECUR_INSTALLED_TARGETS recur_distributed)
+endif()
+if(RECUR_ONNX_FOUND)
+  list(APPEND RECUR_INSTALLED_TARGETS recur_onnx)
+endif()
+install(TARGETS ${RECUR_INSTALLED_TARGETS} EXPORT recurTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/recurConfig.cmake

@@ -1,0 +1,73 @@
+#include <recur/ops/onnx/graph_detail.hpp>
+#include <recur/ops/onnx/registry_detail.hpp>
+
+namespace recur::onnx::detail {
+namespace {
+
+Value input_of(const Scope& scope, const ::onnx::NodeProto& node, const std::string& name,
+             const ModelState& model) {
+  if (const Value* v = scope.find(name)) return *v;
+  fail<ValueError>("onnx", model.origin, ": node '", node.name(), "' (", node.op_type(), ") reads '", name,
+                   "', which no graph input, initializer or earlier node gives");
+}
+
+bool is_computed(const Value& v) { return !std::holds_alternative<Var>(v) || std::get<Var>(v).defined(); }
+
+std::vector<Value> values_of(const std::vector<Var>& vars) { return {vars.begin(), vars.end()}; }
+
+void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& scope) {
+  std::vector<Value> inputs;
+  inputs.reserve(static_cast<std::size_t>(node.input_size()));
+  for (const auto& name : node.input()) inputs.push_back(name.empty() ? Value(Var()) : input_of(scope, node, name, model));
+  const NodeContext context(model, node, std::move(inputs), scope);
+  const OpImport* op = registry().find(node.op_type(), model.opset);
+  if (!op || !(node.domain().empty() || node.domain() == "ai.onnx")) context.unsupported("recur does not import this op");
+  const std::vector<Value> outputs = op->run_values ? op->run_values(context) : values_of(op->run(context));
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& name = node.output(i);
+    if (name.empty()) continue;
+    const auto k = static_cast<std::size_t>(i);
+    if (k >= outputs.size() || !is_computed(outputs[k])) context.unsupported("output ", i, " ('", name, "') is not computed");
+    scope.bind(name, outputs[k]);
+  }
+}
+
+}  // namespace
+
+const Value* Scope::find(const std::string& name) const {
+  for (const Scope* s = this; s; s = s->outer_) {
+    const auto it = s->values_.find(name);
+    if (it != s->values_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+std::vector<Value> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope) {
+  for (const auto& node : graph.node()) run_node(model, node, scope);
+  std::vector<Value> outputs;
+  for (const auto& output : graph.output()) {
+    const Value* v = scope.find(output.name());
+    if (!v)
+      fail<ValueError>("onnx", model.origin, ": graph '", graph.name(), "' output '", output.name(),
+                       "' is computed by no node");
+    outputs.push_back(*v);
+  }
+  return outputs;
+}
+
+void bind_initializers(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope) {
+  for (const auto& init : graph.initializer()) scope.bind(init.name(), Var(model.parameter_by_name.find(init.name())->second));
+}
+
+std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Value> inputs,
+                           const Scope* outer) {
+  Scope scope(outer);
+  bind_initializers(model, graph, scope);
+  if (static_cast<std::size_t>(graph.input_size()) != inputs.size())
+    fail<ValueError>("onnx", model.origin, ": body graph '", graph.name(), "' takes ", graph.input_size(),
+                     " inputs, its node gives it ", inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) scope.bind(graph.input(static_cast<int>(i)).name(), inputs[i]);
+  return run_nodes(model, graph, scope);
+}
+
+}  // namespace recur::onnx::detail

@@ -1,0 +1,54 @@
+#pragma once
+// Running a GraphProto on the tape: names bound to Vars in scopes (a body graph's scope
+// sees its outer graphs'), nodes dispatched to the op registry in order.
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include <recur/autodiff/shared.hpp>
+#include <recur/autodiff/var.hpp>
+
+namespace recur::onnx::detail {
+
+// A value of a graph: a tensor, or a sequence of tensors (ONNX's sequence type).
+using Sequence = std::vector<Var>;
+using Value = std::variant<Var, Sequence>;
+
+// What a loaded model keeps: the proto, its opset, and a parameter per initializer.
+struct ModelState {
+  ::onnx::ModelProto proto;
+  std::string origin;  // the file (or "<bytes>"), for messages
+  std::int64_t opset = 0;
+  std::vector<Shared> parameters;
+  std::map<std::string, Shared, std::less<>> parameter_by_name;
+};
+
+// The values visible while a graph runs: its own names, then its outer graphs'.
+class Scope {
+ public:
+  explicit Scope(const Scope* outer = nullptr) : outer_(outer) {}
+  void bind(const std::string& name, Value value) { values_[name] = std::move(value); }
+  // The value of `name` here or in an outer scope; nullptr when none binds it.
+  const Value* find(const std::string& name) const;
+
+ private:
+  const Scope* outer_;
+  std::unordered_map<std::string, Value> values_;
+};
+
+// The graph's initializers bound to their parameters (read on the current tape).
+void bind_initializers(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope);
+// Runs the graph's nodes in `scope` (inputs and initializers already bound); its outputs.
+std::vector<Value> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope);
+// Runs `graph` with its (non-initializer) inputs bound to `inputs` in order, inside
+// `outer` (nullptr for the main graph); returns its outputs in order.
+std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& graph, std::span<const Value> inputs,
+                           const Scope* outer);
+
+}  // namespace recur::onnx::detail

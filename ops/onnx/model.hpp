@@ -1,0 +1,94 @@
+#pragma once
+// Importing ONNX models onto the tape.
+//
+//   recur::onnx::Model m = recur::onnx::load("model.onnx");
+//   Tape tape;
+//   auto out = m.run({{"x", x}});         // every node recorded as recur ops
+//   tape.backward(sum(out.at("y")));       // gradients reach m.parameters()
+//
+// The model's initializers become named Shared parameters (parameters()), read on the tape
+// of each run: train them with optim::*, or leave them alone. Element types: float32,
+// float64 and int64 as themselves; bool, int8/16/32 and uint8/16/32 become int64 (bool as
+// 0/1); float16, bfloat16, strings and complex numbers are an UnsupportedError.
+//
+// Loading checks the whole model first (the ONNX checker, then that recur imports every
+// node, in every body graph, at the model's opset): a model that would fail half-way does
+// not load. The supported ops are listed in docs/onnx.md.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <recur/autodiff/module.hpp>
+#include <recur/autodiff/shared.hpp>
+#include <recur/autodiff/var.hpp>
+#include <recur/core/tensor.hpp>
+#include <recur/ops/onnx/error.hpp>
+
+namespace recur::onnx {
+
+namespace detail {
+struct ModelState;
+}
+
+// What run_with_sequences gives: the graph outputs that are tensors, and those that are
+// sequences of tensors (ONNX's sequence type).
+struct Outputs {
+  std::map<std::string, Var> tensors;
+  std::map<std::string, std::vector<Var>> sequences;
+};
+
+class Model {
+ public:
+  // Runs the graph on the current tape. `inputs` feeds graph inputs by name (a Tensor
+  // converts to a constant); an input that has an initializer may be left out (its
+  // parameter is read). Returns every graph output by name.
+  // ValueError if a graph output is a sequence (run_with_sequences gives those).
+  std::map<std::string, Var> run(const std::map<std::string, Var>& inputs) const;
+  // The same for models with sequence inputs or outputs: sequence inputs are fed by name
+  // in `sequence_inputs`.
+  Outputs run_with_sequences(const std::map<std::string, Var>& inputs,
+                             const std::map<std::string, std::vector<Var>>& sequence_inputs = {}) const;
+
+  // The initializers, as parameters (in the model's order, named as in the model).
+  const std::vector<Shared>& parameters() const;
+  // The same with their names, as optimizers and training checkpoints take them.
+  NamedShared named_parameters() const;
+  // The parameter of one initializer; ValueError naming the known ones if there is none.
+  const Shared& parameter(std::string_view name) const;
+  // The graph inputs that are not initializers, and the graph outputs, in order.
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> output_names() const;
+  // Whether the graph input or output `name` is a sequence of tensors.
+  bool is_sequence(std::string_view name) const;
+  // The version of the default ONNX domain ("ai.onnx") the model imports.
+  std::int64_t opset() const;
+
+ private:
+  friend Model load_from_bytes(std::string_view bytes, std::string_view origin);
+  explicit Model(std::shared_ptr<const detail::ModelState> state) : state_(std::move(state)) {}
+  std::shared_ptr<const detail::ModelState> state_;
+};
+
+// A serialized ModelProto from a file. IOError for a missing, unreadable or corrupt file;
+// ValueError when the ONNX checker rejects the model; UnsupportedError naming the node, its
+// op type and the opset when recur does not import one of its nodes.
+Model load(const std::string& path);
+// The same from the bytes of a serialized ModelProto; `origin` names them in messages.
+Model load_from_bytes(std::string_view bytes, std::string_view origin = "<bytes>");
+
+// The ops of the default domain a model uses that recur does not import at its opset (in
+// body graphs too), as "OpType (opset N)"; empty when load would accept every node.
+std::vector<std::string> unsupported_ops(const std::string& path);
+
+// The op types of the default domain recur imports (at some opsets; docs/onnx.md).
+std::vector<std::string> imported_op_types();
+
+// A serialized TensorProto (as in ONNX's test data) as a Tensor (element types as above).
+Tensor load_tensor(const std::string& path);
+// A serialized SequenceProto of tensors as its tensors.
+std::vector<Tensor> load_sequence(const std::string& path);
+
+}  // namespace recur::onnx
