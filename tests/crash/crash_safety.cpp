@@ -5,6 +5,7 @@
 //  - the next save removes those (write_atomically cleans temporaries of dead processes),
 //    so that at the end the directory holds the checkpoint alone.
 // Usage: crash_safety <checkpoint_loop> <scratch directory>; exit 0 when all holds.
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> delay_us(0, 30000);
+  // Kills land up to max_delay_us after the start; a writer that starts slowly (a loaded
+  // machine, a sanitizer build) gets more time until its first save can complete.
+  int max_delay_us = 30000;
   std::set<pid_t> killed;
   int kills = 0, checked = 0, mid_save = 0;
   std::int64_t last_step = 0;
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
       ::execl(argv[1], argv[1], ckpt.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+    std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_delay_us)(rng)));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -85,7 +88,10 @@ int main(int argc, char** argv) {
         fail("unexpected file left behind: " + name);
       if (static_cast<pid_t>(std::stol(name.substr(prefix.size(), dash - prefix.size()))) == pid) ++mid_save;
     }
-    if (!fs::exists(ckpt)) continue;  // killed before its first save completed
+    if (!fs::exists(ckpt)) {  // killed before its first save completed
+      max_delay_us = std::min(2 * max_delay_us, 2'000'000);
+      continue;
+    }
     check_whole(ckpt);
     ++checked;
     recur::crash::StepState s;
