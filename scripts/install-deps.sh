@@ -4,7 +4,8 @@
 # benchmark peers; --test adds clang for the fuzz harnesses and doxygen for the API reference)
 set -euo pipefail
 packages=(g++ cmake ninja-build xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
-          libboost-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev ccache)
+          libboost-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev ccache
+          libonnx-dev libprotobuf-dev)  # ONNX: the recur_onnx target (ops/onnx/)
 # The test command also builds the loaders' libFuzzer harnesses, which need clang, and the
 # API reference, which needs doxygen.
 if [[ "${1:-}" == "--test" ]]; then packages+=(clang libclang-rt-14-dev doxygen); fi
