@@ -1,7 +1,9 @@
 // recur::onnx::save of nn::RNN / LSTM / GRU stacks (ops/onnx/export_layers.hpp): the
 // weights, gate order and attributes of every node equal those of PyTorch's own
 // torch.onnx.export of the same layer (tests/fixtures/make_onnx_export_fixtures.py wrote
-// them under tests/data/onnx_export/); every saved file passes onnx::checker and strict
+// them under tests/data/onnx_export/), and what those nodes compute under ONNX's semantics
+// (by the ONNX project's NumPy reference of each operator, in the same script) is recur's
+// layer output; every saved file passes onnx::checker and strict
 // shape inference read back from disk; the graph's inputs, outputs and wiring for every
 // option (layers, directions, batch_first, initial states, sequence_lens, no bias,
 // float64, both GRU forms); a path that cannot be written.
@@ -109,6 +111,12 @@ TEST_P(TorchOnnxExport, NodesEqualPyTorchsExport) {
       EXPECT_EQ(attribute(node, "linear_before_reset")->i(), attrs[2]) << at;
     }
   }
+  // The exported function, evaluated by ONNX's reference on those nodes, is the layer's.
+  Tape tape;
+  const Tensor output = (*layer)(tape.constant(load("input"))).output.value().to(DType::float64);
+  const Tensor reference = load("onnx_output");
+  ASSERT_EQ(output.shape(), reference.shape());
+  EXPECT_LE(max_abs_diff(output, reference), 1e-5 * std::max(1.0, max_abs_diff(reference, zeros_like(reference))));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TorchOnnxExport, ::testing::ValuesIn(fixture_cases()),
