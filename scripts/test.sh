@@ -61,6 +61,7 @@ mv build/install build/relocated
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/relocated"
 cmake --build build-consumer
 ./build-consumer/recur_consumer
+(cd build-consumer && ./recur_onnx_consumer)  # recur::onnx: install-deps.sh installs libonnx-dev
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
 echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"
