@@ -65,6 +65,7 @@ if [[ -x build-consumer/recur_distributed_consumer ]]; then
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n 2 --oversubscribe ./build-consumer/recur_distributed_consumer
 fi
 if [[ -x build-consumer/recur_onnx_consumer ]]; then ./build-consumer/recur_onnx_consumer; fi
+if [[ -x build-consumer/recur_onnx_export_consumer ]]; then (cd build-consumer && ./recur_onnx_export_consumer); fi
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
 echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"

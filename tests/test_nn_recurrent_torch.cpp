@@ -1,7 +1,9 @@
 // RNN, LSTM and GRU against PyTorch 1.13 (tests/fixtures/make_rnn_fixtures.py wrote the
 // references under tests/data/rnn/): with PyTorch's weights loaded by name, outputs, final
 // states and the gradients of a fixed loss with respect to the input, the initial states
-// and every parameter agree to 1e-10 (float64) and 1e-5 (float32) relative.
+// and every parameter agree to 1e-10 (float64) and 1e-5 (float32) relative. The cases under
+// tests/data/rnn_packed/ ran PyTorch on pack_padded_sequence(input, lengths) and run ours
+// with the same `lengths`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kDir = fs::path(RECUR_TEST_DATA) / "rnn";
+const fs::path kPackedDir = fs::path(RECUR_TEST_DATA) / "rnn_packed";
 
-std::vector<std::string> case_names() {
+std::vector<std::string> case_names(const fs::path& root = kDir) {
   std::vector<std::string> names;
-  if (fs::is_directory(kDir))
-    for (const auto& e : fs::directory_iterator(kDir)) names.push_back(e.path().filename().string());
+  if (fs::is_directory(root))
+    for (const auto& e : fs::directory_iterator(root)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -43,7 +46,7 @@ enum Config { kKind, kLayers, kBidirectional, kBatchFirst, kRelu, kBias, kGivenS
 
 struct Layer {
   std::shared_ptr<const RecurrentLayer> module;  // a shared_ptr deletes the derived type
-  std::function<RecurrentOutput(const Var&, const Var&, const Var&)> call;
+  std::function<RecurrentOutput(const Var&, const Var&, const Var&, const SequenceLengths&)> call;
 };
 
 Layer make_layer(const std::vector<std::int64_t>& c, DType dtype) {
@@ -60,25 +63,24 @@ Layer make_layer(const std::vector<std::int64_t>& c, DType dtype) {
   Layer l;
   if (c[kKind] == 0) {
     auto m = std::make_shared<RNN>(o, gen);
-    l.call = [m](const Var& x, const Var& h0, const Var&) { return (*m)(x, h0); };
+    l.call = [m](const Var& x, const Var& h0, const Var&, const SequenceLengths& n) { return (*m)(x, {h0, Var()}, n); };
     l.module = m;
   } else if (c[kKind] == 1) {
     auto m = std::make_shared<LSTM>(o, gen);
-    l.call = [m](const Var& x, const Var& h0, const Var& c0) { return (*m)(x, h0, c0); };
+    l.call = [m](const Var& x, const Var& h0, const Var& c0, const SequenceLengths& n) { return (*m)(x, {h0, c0}, n); };
     l.module = m;
   } else {
     auto m = std::make_shared<GRU>(o, gen);
-    l.call = [m](const Var& x, const Var& h0, const Var&) { return (*m)(x, h0); };
+    l.call = [m](const Var& x, const Var& h0, const Var&, const SequenceLengths& n) { return (*m)(x, {h0, Var()}, n); };
     l.module = m;
   }
   return l;
 }
 
-class TorchRecurrent : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(TorchRecurrent, OutputsAndEveryGradientMatch) {
-  const fs::path dir = kDir / GetParam();
-  const bool f64 = GetParam().ends_with("float64");
+// One case folder: the layer with PyTorch's weights, its outputs and gradients against
+// PyTorch's (with the folder's lengths.npy, if any, as the layer's lengths).
+void expect_matches_torch(const fs::path& dir) {
+  const bool f64 = dir.filename().string().ends_with("float64");
   const DType dtype = f64 ? DType::float64 : DType::float32;
   const double tol = f64 ? 1e-10 : 1e-5;
   auto load = [&](const std::string& name) { return load_npy(dir / (name + ".npy")); };
@@ -103,7 +105,8 @@ TEST_P(TorchRecurrent, OutputsAndEveryGradientMatch) {
   const Var x = tape.variable(load("input"));
   const Var h0 = given ? tape.variable(load("h0")) : Var();
   const Var c0 = given && lstm ? tape.variable(load("c0")) : Var();
-  const RecurrentOutput out = layer.call(x, h0, c0);
+  const SequenceLengths lengths = fs::exists(dir / "lengths.npy") ? SequenceLengths(load("lengths")) : SequenceLengths();
+  const RecurrentOutput out = layer.call(x, h0, c0, lengths);
   Var loss = sum(out.output * Var(load("R"))) + sum(out.h_n * Var(load("S")));
   if (lstm) loss = loss + sum(out.c_n * Var(load("Sc")));
   layer.module->zero_grad();
@@ -126,12 +129,25 @@ TEST_P(TorchRecurrent, OutputsAndEveryGradientMatch) {
     EXPECT_LT(relative_error(p.grad(), load("grad_" + name)), tol) << "grad_" << name;
 }
 
+class TorchRecurrent : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchRecurrent, OutputsAndEveryGradientMatch) { expect_matches_torch(kDir / GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TorchRecurrent, ::testing::ValuesIn(case_names()),
+                         [](const auto& info) { return info.param; });
+
+class TorchPackedRecurrent : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchPackedRecurrent, OutputsAndEveryGradientMatch) { expect_matches_torch(kPackedDir / GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TorchPackedRecurrent, ::testing::ValuesIn(case_names(kPackedDir)),
                          [](const auto& info) { return info.param; });
 
 TEST(TorchRecurrentFixtures, AreThere) {
   // 9 configurations in two dtypes: a missing folder would silently skip its case.
   EXPECT_EQ(case_names().size(), 18u);
+  // 5 packed-sequence configurations (LSTM and GRU, stacked and bidirectional) in two dtypes.
+  EXPECT_EQ(case_names(kPackedDir).size(), 10u);
 }
 
 }  // namespace

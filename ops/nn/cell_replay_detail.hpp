@@ -38,9 +38,9 @@ template <class T>
 class CellReplay {
  public:
   CellReplay(const FusedSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
-             std::int64_t n, bool reverse)
+             std::int64_t n, bool reverse, std::vector<std::int64_t> lengths = {})
       : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), reverse_(reverse),
-        states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
+        lengths_(std::move(lengths)), states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
 
   // {c after loop step s, c before it}.
   std::pair<const T*, const T*> at(std::int64_t s) {
@@ -62,7 +62,13 @@ class CellReplay {
       const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
       const T* act = act_ + t * batch_ * 4 * n_;
       T* c = state(s - begin);
-      for (std::int64_t b = 0; b < batch_; ++b) LstmKernel<T>::cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
+      for (std::int64_t b = 0; b < batch_; ++b) {
+        if (lengths_.empty() || t < lengths_[static_cast<std::size_t>(b)]) {
+          LstmKernel<T>::cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
+        } else {  // a finished element keeps its cell state (the fused op's lengths)
+          std::copy(prev + b * n_, prev + (b + 1) * n_, c + b * n_);
+        }
+      }
       prev = c;
     }
     segment_ = seg;
@@ -72,6 +78,7 @@ class CellReplay {
   const T *act_, *c0_;
   std::int64_t steps_, rows_, batch_, n_;
   bool reverse_;
+  std::vector<std::int64_t> lengths_;  // empty: every element runs every step
   std::vector<T> states_;
   std::int64_t segment_ = -1;
 };

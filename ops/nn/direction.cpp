@@ -1,23 +1,26 @@
 #include <recur/ops/nn/direction.hpp>
 
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::nn::detail {
 
 DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
-                              const Var& h0, const Var& c0, bool reverse) {
+                              const Var& h0, const Var& c0, bool reverse, const std::vector<std::int64_t>& lengths) {
   const bool recompute = options.checkpoint.recomputes();
-  if (recompute) return scan_direction(kind, options, input, w, h0, c0, reverse);
+  if (recompute) return scan_direction(kind, options, input, w, h0, c0, reverse, lengths);
   const std::int64_t steps = input.size(0);
   const Var packed = fused_recurrence({.kind = kind,
                                        .nonlinearity = options.nonlinearity,
                                        .linear_before_reset = options.linear_before_reset,
                                        .reverse = reverse,
-                                       .truncate_gradient = options.truncate_gradient},
+                                       .truncate_gradient = options.truncate_gradient,
+                                       .lengths = lengths.empty() ? SequenceLengths() : SequenceLengths(lengths)},
                                       input, w, h0, c0);
   DirectionOutput out;
-  out.outputs = kind == CellKind::lstm ? slice(packed, 0, 0, steps) : packed;
+  // Past an element's length its rows hold its carried state: zero them.
+  out.outputs = fill_past_lengths(kind == CellKind::lstm ? slice(packed, 0, 0, steps) : packed, lengths);
   out.h_n = index(packed, 0, reverse ? 0 : steps - 1);  // the state after the direction's last step
   if (kind == CellKind::lstm) out.c_n = index(packed, 0, steps);
   return out;

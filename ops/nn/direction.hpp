@@ -8,8 +8,10 @@
 
 namespace recur::nn::detail {
 
-// input [T, B, I] with T >= 1, h0 and c0 (LSTM only) [B, H], all checked by the caller.
+// input [T, B, I] with T >= 1, h0 and c0 (LSTM only) [B, H], lengths (empty or one per
+// batch element), all checked by the caller. Outputs past an element's length are zero,
+// h_n and c_n its state after its last step.
 DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
-                              const Var& h0, const Var& c0, bool reverse);
+                              const Var& h0, const Var& c0, bool reverse, const std::vector<std::int64_t>& lengths);
 
 }  // namespace recur::nn::detail

@@ -20,6 +20,7 @@
 #include <recur/ops/nn/cell_replay_detail.hpp>
 #include <recur/ops/nn/fused_recurrence_detail.hpp>
 #include <recur/ops/nn/scan_recurrence.hpp>
+#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -44,6 +45,7 @@ void add_bias(T* rows, std::int64_t count, std::int64_t ld, const T* bias, std::
 struct FusedRecurrence {
   static constexpr std::string_view name = "fused_recurrence";
   FusedRecurrenceOptions options;
+  std::vector<std::int64_t> lengths;  // checked options.lengths; empty: every element runs every step
   std::int8_t c0_at = -1, b_ih_at = -1, b_hh_at = -1;  // input positions after x, w_ih, w_hh, h0
   std::shared_ptr<detail::FusedSaved> saved = std::make_shared<detail::FusedSaved>();
 
@@ -52,6 +54,13 @@ struct FusedRecurrence {
   bool keeps_activations() const { return options.kind != CellKind::rnn; }
   // ONNX's GRU: the candidate's product reads r h, not h.
   bool reset_inside() const { return gru() && !options.linear_before_reset; }
+  bool runs(std::int64_t t, std::int64_t b) const { return lengths.empty() || t < lengths[static_cast<std::size_t>(b)]; }
+  // dst's row b = src's for every element b that does not run at time t (rows of n).
+  template <class T>
+  void carry_finished(std::int64_t t, const T* src, T* dst, std::int64_t batch, std::int64_t n) const {
+    for (std::int64_t b = 0; b < batch; ++b)
+      if (!runs(t, b)) std::copy(src + b * n, src + (b + 1) * n, dst + b * n);
+  }
   Grads<Tensor> saved_tensors() const { return {saved->act, saved->cells, saved->hn}; }
   void drop_saved() const { *saved = detail::FusedSaved{}; }  // a released checkpoint segment: replay remakes them
 
@@ -122,6 +131,7 @@ struct FusedRecurrence {
       if (gru()) {
         add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);  // x W_ih^T + b_ih
         gru_step(g, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n);
+        carry_finished(t, hp, ht, batch, n);
         hp = ht;
         continue;
       }
@@ -131,12 +141,14 @@ struct FusedRecurrence {
         T* c = ring.data() + (s % 2) * hrows;
         for (std::int64_t b = 0; b < batch; ++b)
           detail::LstmKernel<T>::forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, ht + b * n, scratch.data(), n);
+        carry_finished(t, cp, c, batch, n);
         if ((s + 1) % interval == 0 && s + 1 < steps)  // the entry state of the next segment
           std::copy(c, c + hrows, cells.data<T>() + ((s + 1) / interval - 1) * hrows);
         cp = c;
       } else {
         detail::RnnKernel<T>::forward(g, hrows, options.nonlinearity);
       }
+      carry_finished(t, hp, ht, batch, n);
       hp = ht;
     }
     if (lstm()) {
@@ -230,7 +242,8 @@ struct FusedRecurrence {
     // step after it sends back (added by the gemm, beta = 1, so no separate pass). A GRU's
     // h also reaches h' directly (h' = ... + z h): that share waits in `direct`.
     std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n));
-    std::vector<T> direct(static_cast<std::size_t>(gru() ? hrows : 0));
+    // With lengths, a finished element's h passes straight through too: its dh waits there.
+    std::vector<T> direct(static_cast<std::size_t>(gru() || !lengths.empty() ? hrows : 0));
     std::vector<T> d_rh(static_cast<std::size_t>(reset_inside() ? hrows : 0));  // ONNX's GRU: r h's gradient
     auto upstream = [&](std::int64_t s) {
       const T* row = up + geo.time_of(s) * hrows;
@@ -247,7 +260,8 @@ struct FusedRecurrence {
       if (lstm()) std::copy(up + steps * hrows, up + (steps + 1) * hrows, dc);
     }
     std::optional<detail::CellReplay<T>> cells;
-    if (lstm()) cells.emplace(*saved, dg, in[static_cast<std::size_t>(c0_at)].data<T>(), steps, batch, n, geo.reverse);
+    if (lstm())
+      cells.emplace(*saved, dg, in[static_cast<std::size_t>(c0_at)].data<T>(), steps, batch, n, geo.reverse, lengths);
     // ONNX's GRU sends h_prev's gradient back through its first 2H gate rows only (the
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
@@ -257,8 +271,9 @@ struct FusedRecurrence {
       if (lstm()) {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
         for (std::int64_t b = 0; b < batch; ++b)
-          detail::LstmKernel<T>::backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
-                                          scratch.data(), n);
+          if (runs(t, b))  // a finished element's dc passes through unchanged
+            detail::LstmKernel<T>::backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
+                                            scratch.data(), n);
       } else if (gru()) {
         const T* hprev = s == 0 ? in[3].data<T>() : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
@@ -266,6 +281,8 @@ struct FusedRecurrence {
       } else {
         detail::RnnKernel<T>::backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
       }
+      if (!lengths.empty()) pass_finished(t, dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
+                                          dh.data(), direct.data(), batch, n, gh);
       // dh_{t-1} += dgates_t W_hh; for the first step that is h0's gradient.
       const T* drt = drec + t * rows;
       if (s > lo) {
@@ -278,6 +295,25 @@ struct FusedRecurrence {
     }
     if (lstm() && lo > 0) st.c0 = zeros({batch, n}, in[0].dtype());  // c0 out of reach
     return st;
+  }
+
+  // With lengths, after the backward of the step at time t: an element that does not run
+  // there has h' = h (and c' = c), so its gate gradients are zero and its whole dh goes on
+  // to h through `direct`; the others' direct share is the GRU's own (zero otherwise).
+  template <class T>
+  void pass_finished(std::int64_t t, T* dgt, T* drt, T* rh, const T* dh, T* direct, std::int64_t batch,
+                     std::int64_t n, std::int64_t gh) const {
+    for (std::int64_t b = 0; b < batch; ++b) {
+      T* row = direct + b * n;
+      if (runs(t, b)) {
+        if (!gru()) std::fill(row, row + n, T(0));
+        continue;
+      }
+      std::copy(dh + b * n, dh + (b + 1) * n, row);
+      std::fill(dgt + b * gh, dgt + (b + 1) * gh, T(0));
+      std::fill(drt + b * gh, drt + (b + 1) * gh, T(0));
+      if (rh) std::fill(rh + b * n, rh + (b + 1) * n, T(0));
+    }
   }
 
   // Backward of one GRU step at time t from dh [B, H], the whole gradient reaching h':
@@ -344,6 +380,9 @@ void check_arguments(const FusedRecurrenceOptions& o, const Var& x, const CellWe
   detail::check_cell_arguments(op, lstm ? 4 : (o.kind == CellKind::gru ? 3 : 1), x, h0, lstm ? &c0 : nullptr, w,
                                {.sequence = true, .h = "h0", .c = "c0"});
   if (!is_floating(x.dtype())) fail<DTypeError>(op, "expects float32 or float64, got ", x.dtype());
+  if (o.lengths.given && o.truncate_gradient >= 0)
+    fail<ValueError>(op, "option 'lengths' with truncate_gradient = ", o.truncate_gradient,
+                     " is not supported: truncate whole chunks instead (nn::tbptt)");
 }
 
 }  // namespace
@@ -351,7 +390,7 @@ void check_arguments(const FusedRecurrenceOptions& o, const Var& x, const CellWe
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
                      const Var& c0) {
   check_arguments(options, x, w, h0, c0);
-  FusedRecurrence op{options};
+  FusedRecurrence op{options, detail::checked_lengths(FusedRecurrence::name, options.lengths, x.shape(), 0, 1)};
   std::vector<Var> inputs{x, w.w_ih, w.w_hh, h0};
   auto add = [&](const Var& v, std::int8_t& at) {
     if (!v.defined()) return;

@@ -21,6 +21,7 @@
 
 #include <recur/autodiff/var.hpp>
 #include <recur/ops/nn/cells.hpp>
+#include <recur/ops/scan/types.hpp>
 
 namespace recur::nn {
 
@@ -32,6 +33,10 @@ struct FusedRecurrenceOptions {
   // scan's: backpropagate through the last k >= 0 steps only; -1: through all of them
   // (ValueError below -1).
   std::int64_t truncate_gradient = -1;
+  // Per batch element, the steps it runs (scan's SequenceLengths, int64): element b runs
+  // the times t < lengths[b] (under reverse from lengths[b] - 1 down to 0) and keeps its
+  // state unchanged at the others. Not with truncate_gradient >= 0 (ValueError).
+  SequenceLengths lengths{};
 };
 
 // x [T, B, I] (T >= 1), the cell's weights in PyTorch's layout (biases may be undefined),
@@ -39,6 +44,9 @@ struct FusedRecurrenceOptions {
 // whatever the direction,
 //   RNN, GRU: [T, B, H], h_t at every step;
 //   LSTM:     [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
+// With lengths, an element's rows at the times it does not run hold its carried state
+// (forward: the state at its last step; reverse: h0), so the last loop step's row
+// (T - 1, or 0 under reverse) is every element's final state; the layers zero the others.
 // ShapeError / DTypeError naming the argument and the shapes, ValueError for a
 // truncate_gradient below -1, before anything is recorded.
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,

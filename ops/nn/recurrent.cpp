@@ -7,6 +7,7 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/nn/direction.hpp>
+#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::nn {
@@ -45,7 +46,8 @@ const CellParameters& RecurrentLayer::weights(std::int64_t layer, std::int64_t d
   return weights_[static_cast<std::size_t>(layer * num_directions() + direction)];
 }
 
-void RecurrentLayer::check(const Var& input, const RecurrentState& state) const {
+std::vector<std::int64_t> RecurrentLayer::check(const Var& input, const RecurrentState& state,
+                                                const SequenceLengths& lengths) const {
   if (!input.defined()) fail<ValueError>(name_, "argument 'input' is an undefined Var");
   const Shape& s = input.shape();
   const std::string layout = options_.batch_first ? "[B, T, " : "[T, B, ";
@@ -73,10 +75,15 @@ void RecurrentLayer::check(const Var& input, const RecurrentState& state) const 
     fail<ValueError>(name_, "argument 'c0' (RecurrentState::c) is given, but ", name_,
                      " has no cell state: leave it undefined");
   check_state(state.c, "c0");
+  if (lengths.given && options_.truncate_gradient >= 0)
+    fail<ValueError>(name_, "argument 'lengths' with option 'truncate_gradient' = ", options_.truncate_gradient,
+                     " is not supported: truncate whole chunks instead (nn::tbptt)");
+  return detail::checked_lengths(name_, lengths, s, options_.batch_first ? 1 : 0, options_.batch_first ? 0 : 1);
 }
 
-RecurrentOutput RecurrentLayer::operator()(const Var& input, const RecurrentState& state) const {
-  check(input, state);
+RecurrentOutput RecurrentLayer::operator()(const Var& input, const RecurrentState& state,
+                                           const SequenceLengths& given) const {
+  const std::vector<std::int64_t> lengths = check(input, state, given);
   Tape& tape = input.tape();
   return transactional(tape, [&] {
     const Var x0 = options_.batch_first ? transpose(input, 0, 1) : input;
@@ -91,7 +98,7 @@ RecurrentOutput RecurrentLayer::operator()(const Var& input, const RecurrentStat
         const std::int64_t k = layer * num_directions() + d;
         const Var c_k = c_init.defined() ? index(c_init, 0, k) : Var();
         const detail::DirectionOutput r = detail::run_direction(kind_, options_, x, weights(layer, d).read(tape),
-                                                                index(h_init, 0, k), c_k, d == 1);
+                                                                index(h_init, 0, k), c_k, d == 1, lengths);
         outputs.push_back(r.outputs);
         h_n.push_back(r.h_n);
         if (r.c_n.defined()) c_n.push_back(r.c_n);

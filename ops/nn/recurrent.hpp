@@ -19,6 +19,7 @@
 // The three take one call, layer(input, RecurrentState{h, c}) -> RecurrentOutput, so code
 // generic over them (a template, or a `const RecurrentLayer&`) needs no per-type branch;
 // PyTorch's positional calls, rnn(x, h0) and lstm(x, h0, c0), forward to it.
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,7 @@ struct RecurrentOutput {
 class RecurrentLayer : public RecurrentModule {
  public:
   const RecurrentOptions& options() const { return options_; }
+  CellKind kind() const { return kind_; }
   // The parameters of layer `layer`, direction 0 (forward) or 1 (reverse).
   const CellParameters& weights(std::int64_t layer, std::int64_t direction = 0) const;
   std::int64_t num_directions() const { return options_.bidirectional ? 2 : 1; }
@@ -74,15 +76,24 @@ class RecurrentLayer : public RecurrentModule {
   //   RecurrentOutput out = layer(x);              // from zeros
   //   out = layer(x_next, out.state());             // carries h (and c for an LSTM) on
   // Shapes: see RecurrentOutput; state.h is checked as 'h0' and state.c as 'c0'.
+  // Variable-length sequences, as PyTorch's packed sequences and ONNX's sequence_lens:
+  //   out = layer(x, {}, lengths);   // lengths: int64 [B] tensor or {5, 3, ...}
+  // sequence b is its first lengths[b] steps (0 <= lengths[b] <= T): out.output is zero
+  // past them, h_n and c_n are each layer's state after the sequence's last step, and the
+  // reverse direction reads each sequence reversed within its own length. Every layer
+  // and direction runs as one op still (fused or, with checkpoints, scan). Not with
+  // truncate_gradient >= 0 (ValueError).
   // ShapeError / DTypeError / ValueError naming the layer and the argument, before
   // anything is recorded.
-  RecurrentOutput operator()(const Var& input, const RecurrentState& state = {}) const;
+  RecurrentOutput operator()(const Var& input, const RecurrentState& state = {},
+                             const SequenceLengths& lengths = {}) const;
 
  protected:
   RecurrentLayer(CellKind kind, const RecurrentOptions& options, Generator& gen);
 
  private:
-  void check(const Var& input, const RecurrentState& state) const;
+  // The checked lengths (empty when not given).
+  std::vector<std::int64_t> check(const Var& input, const RecurrentState& state, const SequenceLengths& lengths) const;
   std::string_view name_;
   CellKind kind_;
   RecurrentOptions options_;
@@ -96,12 +107,12 @@ class LayerOf : public RecurrentLayer {
  public:
   LayerOf(const RecurrentOptions& options, Generator& gen) : RecurrentLayer(Kind, options, gen) {}
   using RecurrentLayer::operator();
-  RecurrentOutput operator()(const Var& input, const Var& h0) const
-    requires(Kind != CellKind::lstm)
-  {
+  RecurrentOutput operator()(const Var& input, const Var& h0) const {
     return (*this)(input, RecurrentState{h0, Var()});
   }
-  RecurrentOutput operator()(const Var& input, const Var& h0, const Var& c0 = Var()) const
+  // c0 exactly a Var, so that lstm(x, {}, lengths) is the common call, not this one.
+  template <std::same_as<Var> C>
+  RecurrentOutput operator()(const Var& input, const Var& h0, const C& c0) const
     requires(Kind == CellKind::lstm)
   {
     return (*this)(input, RecurrentState{h0, c0});

@@ -8,6 +8,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/scan/theano.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -55,7 +56,7 @@ Var reversed_in_time(const Var& outputs) {
 }  // namespace
 
 DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
-                               const Var& h0, const Var& c0, bool reverse) {
+                               const Var& h0, const Var& c0, bool reverse, const std::vector<std::int64_t>& lengths) {
   const bool step_bias = kind == CellKind::gru && w.b_hh.defined();
   std::vector<Var> non_sequences{w.w_hh};
   if (step_bias) non_sequences.push_back(w.b_hh);
@@ -68,12 +69,15 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
                              .n_steps = std::nullopt,  // as many as the sequence has
                              .truncate_gradient = options.truncate_gradient,
                              .go_backwards = reverse,
-                             .checkpoint = options.checkpoint});
-  const std::int64_t last = r.steps - 1;
+                             .checkpoint = options.checkpoint,
+                             .lengths = lengths.empty() ? SequenceLengths() : SequenceLengths(lengths)});
+  auto final_state = [&](std::size_t i, const Var& init) {
+    return lengths.empty() ? index(r[i], 0, r.steps - 1) : state_after_lengths(r[i], init, lengths, reverse);
+  };
   DirectionOutput out;
   out.outputs = reverse ? reversed_in_time(r[0]) : r[0];
-  out.h_n = index(r[0], 0, last);
-  if (kind == CellKind::lstm) out.c_n = index(r[1], 0, last);
+  out.h_n = final_state(0, h0);
+  if (kind == CellKind::lstm) out.c_n = final_state(1, c0);
   return out;
 }
 
@@ -83,9 +87,12 @@ Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const Cel
   options.nonlinearity = o.nonlinearity;
   options.linear_before_reset = o.linear_before_reset;
   options.truncate_gradient = o.truncate_gradient;
-  const DirectionOutput r = scan_direction(o.kind, options, input, w, h0, c0, o.reverse);
-  if (o.kind != CellKind::lstm) return r.outputs;
-  return concat({r.outputs, reshape(r.c_n, {1, r.c_n.size(0), r.c_n.size(1)})}, 0);
+  const std::vector<std::int64_t> lengths = checked_lengths("fused_recurrence", o.lengths, input.shape(), 0, 1);
+  const DirectionOutput r = scan_direction(o.kind, options, input, w, h0, c0, o.reverse, lengths);
+  // The fused op's rows past an element's length: its carried state, h0 under reverse.
+  const Var outputs = lengths.empty() ? r.outputs : fill_past_lengths(r.outputs, lengths, o.reverse ? h0 : r.h_n);
+  if (o.kind != CellKind::lstm) return outputs;
+  return concat({outputs, reshape(r.c_n, {1, r.c_n.size(0), r.c_n.size(1)})}, 0);
 }
 
 }  // namespace recur::nn::detail

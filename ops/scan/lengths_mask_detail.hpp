@@ -22,6 +22,7 @@ class LengthMask {
              std::int64_t truncate_gradient);
 
   std::int64_t batch() const { return static_cast<std::int64_t>(lengths_.size()); }
+  const std::vector<std::int64_t>& lengths() const { return lengths_; }  // as checked
   // ShapeError unless `shape` has the batch size on `axis` ("xs[0] of shape [4, 2] needs ...").
   void check_batch_axis(const std::string& what, const Shape& shape, std::int64_t axis) const;
 

@@ -60,6 +60,16 @@ Var gru_scan(S x) {
   return r[0];
 }
 
+// Lengths for x [T, B, I]: element b runs (2 b + 1) mod (T + 1) steps, so batches of
+// two or more mix full, short and (T = 1, b = 1) empty sequences.
+SequenceLengths some_lengths(const Var& x) {
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t b = 0; b < x.size(1); ++b) lengths.push_back((2 * b + 1) % (x.size(0) + 1));
+  return lengths;
+}
+
+const std::string padding_unread = "with lengths, inputs at an element's padded steps reach no output";
+
 }  // namespace
 
 std::vector<GradCase> recurrent_cases() {
@@ -120,7 +130,38 @@ std::vector<GradCase> recurrent_cases() {
          const Var out = fused_recurrence({.kind = CellKind::gru, .linear_before_reset = false, .reverse = true}, x[0],
                                           weights(x, 2), x[1]);
          return out * out;
-       }}
+       }},
+      // Variable lengths: finished elements carry their state; second order runs the scan
+      // with the same lengths.
+      GradCase{"fused_recurrence_lstm_lengths_reverse", cell_shapes(4, true, true),
+               [](S x) {
+                 const Var out = fused_recurrence({.reverse = true, .lengths = some_lengths(x[0])}, x[0],
+                                                  weights(x, 3), x[1], x[2]);
+                 return out * out;
+               }}
+          .nan_exempt(padding_unread),
+      GradCase{"fused_recurrence_lstm_lengths", cell_shapes(4, true, true),
+               [](S x) { return fused_recurrence({.lengths = some_lengths(x[0])}, x[0], weights(x, 3), x[1], x[2]); }}
+          .nan_exempt(padding_unread),
+      GradCase{"fused_recurrence_rnn_lengths_reverse", cell_shapes(1, false, true),
+               [](S x) {
+                 return fused_recurrence({.kind = CellKind::rnn, .reverse = true, .lengths = some_lengths(x[0])}, x[0],
+                                         weights(x, 2), x[1]);
+               }}
+          .nan_exempt(padding_unread),
+      GradCase{"fused_recurrence_gru_lengths", cell_shapes(3, false, true),
+               [](S x) {
+                 return fused_recurrence({.kind = CellKind::gru, .lengths = some_lengths(x[0])}, x[0], weights(x, 2),
+                                         x[1]);
+               }}
+          .nan_exempt(padding_unread),
+      GradCase{"fused_recurrence_gru_onnx_lengths_reverse", cell_shapes(3, false, true),
+               [](S x) {
+                 return fused_recurrence(
+                     {.kind = CellKind::gru, .linear_before_reset = false, .reverse = true, .lengths = some_lengths(x[0])},
+                     x[0], weights(x, 2), x[1]);
+               }}
+          .nan_exempt(padding_unread)
   };
 }
 
