@@ -21,16 +21,6 @@ if(RECUR_ONNX_FOUND)
 endif()
 install(TARGETS ${RECUR_INSTALLED_TARGETS} EXPORT recurTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# The ONNX part, when it was built: recur::onnx in the package (recurConfig.cmake finds
-# the ONNX library again).
-if(TARGET recur_onnx)
-  set_target_properties(recur_onnx PROPERTIES EXPORT_NAME onnx)
-  install(TARGETS recur_onnx EXPORT recurTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  set(RECUR_WITH_ONNX ON)
-else()
-  set(RECUR_WITH_ONNX OFF)
-endif()
 install(EXPORT recurTargets NAMESPACE recur:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/recurConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
