@@ -74,13 +74,17 @@ Tensor ternary_map(std::string_view op, const Tensor& a, const Tensor& b, const 
   return out;
 }
 
+// A combine that can also merge two partial results (sum_combine's).
+template <class F, class Acc>
+concept MergesPartials = requires(const F& combine, Acc acc) { combine.merge(acc, acc); };
+
 // Folds a run of n elements (stride apart) into acc. A combine that can merge two partial
 // results (sum_combine) folds into eight independent partials, so the additions pipeline and
 // vectorise instead of waiting on one another; other combines fold left to right.
 template <class Acc, class T, class F>
 Acc reduce_run(Acc acc, const T* x, std::int64_t n, std::int64_t stride, T init, F combine) {
   std::int64_t j = 0;
-  if constexpr (requires { combine.merge(acc, acc); }) {
+  if constexpr (MergesPartials<F, Acc>) {
     constexpr int kPartials = 8;
     if (n >= 2 * kPartials) {
       std::array<Acc, kPartials> part;

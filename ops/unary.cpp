@@ -18,19 +18,27 @@ namespace {
 template <class F>
 concept HasFusedDerivative = requires(double v) { F::dfast(v, v, v); };
 
+// F has a whole-tensor kernel F::rows(in, out, n) besides its per-element F::f.
+template <class F, class T>
+concept HasRowKernel = requires(const T* in, T* out, std::int64_t n) { F::rows(in, out, n); };
+
 template <class F>
 struct Unary {
   static constexpr std::string_view name = F::name;
   Tensor forward(const Tensor& x) const {
-    return dispatch_floating(name, x.dtype(), [&]<class T>() {
-      if constexpr (requires(const T* in, T* out) { F::rows(in, out, std::int64_t{}); }) {
-        Tensor out = Tensor::empty(x.shape(), x.dtype());
-        F::rows(x.data<T>(), out.data<T>(), x.numel());
-        return out;
-      } else {
-        return unary_map<T>(x, [](T v) { return F::f(v); });
-      }
-    });
+    return dispatch_floating(name, x.dtype(), [&]<class T>() { return forward_as<T>(x); });
+  }
+  // A member template, not the lambda above: Clang checks F::rows in a generic lambda's
+  // discarded branch as soon as Unary<F> is instantiated.
+  template <class T>
+  static Tensor forward_as(const Tensor& x) {
+    if constexpr (HasRowKernel<F, T>) {
+      Tensor out = Tensor::empty(x.shape(), x.dtype());
+      F::rows(x.data<T>(), out.data<T>(), x.numel());
+      return out;
+    } else {
+      return unary_map<T>(x, [](T v) { return F::f(v); });
+    }
   }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
