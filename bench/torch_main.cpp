@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("side", "libtorch");
   benchmark::AddCustomContext("blas_threads", std::to_string(openblas_get_num_threads()));
   benchmark::AddCustomContext("torch_threads", std::to_string(torch::get_num_threads()));
+  benchmark::AddCustomContext("blas_core", openblas_get_corename());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

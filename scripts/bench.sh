@@ -13,6 +13,11 @@
 # after the build on a quiet 2-core machine with the default rounds without oneDNN's peer,
 # more with it (twice that when other jobs take the cores). --all: both, about 10 minutes
 # without oneDNN.
+# LibTorch has two columns when recur moved OpenBLAS to better kernels than the ones it
+# picked itself (an AVX-512 CPU OpenBLAS does not recognise, docs/performance.md): as
+# installed, and once more with OPENBLAS_CORETYPE set to recur's choice. Where recur left
+# OpenBLAS alone both sides already run on the same kernels and the table says so.
+# BENCH_TORCH_CORETYPE=<core> forces that second LibTorch run (e.g. to check it).
 # The sides run in alternating rounds (recur, LibTorch, oneDNN, oneDNN, LibTorch, recur, ...),
 # so that a slow spell of a shared machine does not fall on one side only. BENCH_ROUNDS (default 3)
 # rounds of BENCH_REPETITIONS (default 2) repetitions each, run in random order; the table
@@ -72,11 +77,19 @@ tag=$([[ $suite == default ]] || echo "-$suite")  # results of each suite in fil
 mkdir -p "$out"
 declare -A rounds_of  # target -> its rounds' JSON files, comma-separated
 order=("${targets[@]}")
+best_core="${BENCH_TORCH_CORETYPE:-$("$build/bench/recur_bench" --switched_blas_core)}"
+if [[ -n $best_core && " ${targets[*]} " == *" recur_bench_torch "* ]]; then
+  order+=(recur_bench_torch_best)  # a pseudo-target: recur_bench_torch on OPENBLAS_CORETYPE=$best_core
+fi
 for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
   for t in "${order[@]}"; do
     echo "== $t, round $round"
     file="$out/$t$tag-round$round.json"
-    "$build/bench/$t" "${flags[@]}" --benchmark_out="$file"
+    if [[ $t == recur_bench_torch_best ]]; then
+      OPENBLAS_CORETYPE="$best_core" "$build/bench/recur_bench_torch" "${flags[@]}" --benchmark_out="$file"
+    else
+      "$build/bench/$t" "${flags[@]}" --benchmark_out="$file"
+    fi
     rounds_of[$t]="${rounds_of[$t]:+${rounds_of[$t]},}$file"
   done
   order=($(printf '%s\n' "${order[@]}" | tac))  # the side that ran last runs first next round
@@ -84,6 +97,7 @@ done
 jsons=("${rounds_of[recur_bench]}")
 if [[ -n "${rounds_of[recur_bench_torch]:-}" ]]; then jsons+=("${rounds_of[recur_bench_torch]}"); fi
 if [[ -n "${rounds_of[recur_bench_onednn]:-}" ]]; then jsons+=(--onednn "${rounds_of[recur_bench_onednn]}"); fi
+if [[ -n "${rounds_of[recur_bench_torch_best]:-}" ]]; then jsons+=(--torch-best "${rounds_of[recur_bench_torch_best]}"); fi
 
 memory=()
 if [[ "${BENCH_MEMORY:-1}" != 0 ]]; then

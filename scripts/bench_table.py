@@ -3,6 +3,7 @@
 
 usage: bench_table.py RECUR_JSON[,RECUR_JSON...] [TORCH_JSON[,TORCH_JSON...]]
                       [--onednn ONEDNN_JSON[,ONEDNN_JSON...]] [--memory MEMORY_JSONL]
+                      [--torch-best TORCH_JSON[,TORCH_JSON...]]
 
 Several files for one side (comma-separated) are the rounds of one run: scripts/bench.sh
 runs the two sides in alternating rounds, so that a slow spell of the shared machine falls
@@ -71,9 +72,14 @@ RNN_SHAPES = {"S": "B=1 I=16 H=32 T=200", "M": "B=32 I=64 H=256 T=100", "L": "B=
               "TBPTT": "M, T=1000 in chunks of 50"}
 # recur's layer; LibTorch's loop and torch::nn; oneDNN's primitives. Each side's benchmark
 # names end in its own variants, so the sides' RNN results merge into one dictionary.
-RNN_VARIANTS = ("recur", "manual", "nn", "onednn")
+RNN_VARIANTS = ("recur", "manual", "nn", "manual_best", "nn_best", "onednn")
 TORCH_VARIANTS = ("manual", "nn")
-VARIANT_TITLES = {"recur": "recur layer", "manual": "LibTorch manual", "nn": "LibTorch nn", "onednn": "oneDNN"}
+# TORCH_BEST_JSON: LibTorch run again on the OpenBLAS kernel recur switched to (its
+# variants renamed *_best); printed only when scripts/bench.sh ran it.
+TORCH_BEST_VARIANTS = ("manual_best", "nn_best")
+VARIANT_TITLES = {"recur": "recur layer", "manual": "LibTorch manual", "nn": "LibTorch nn",
+                  "manual_best": "LibTorch manual, best kernel", "nn_best": "LibTorch nn, best kernel",
+                  "onednn": "oneDNN"}
 BOUND_CONFIGS = ("L",)  # the rows whose fraction of the sgemm bound is reported
 GROUPS = ("overhead/", "scan/", "lstm/", "matmul/")  # table order
 NOISY_CV = 0.10  # spread between repetitions above which the table warns
@@ -115,6 +121,21 @@ def load(paths):
         cv = statistics.stdev(times) / statistics.mean(times) if len(times) > 1 else None
         result[name] = (min(times), cv)
     return result, {name: statistics.median(v) for name, v in paired.items()}, counters
+
+
+def load_context(paths):
+    """The "context" of the first non-empty file in the comma-separated `paths` (the
+    program's AddCustomContext entries among it)."""
+    for path in paths.split(","):
+        if os.path.getsize(path) > 0:
+            with open(path) as f:
+                return json.load(f).get("context", {})
+    return {}
+
+
+def renamed_best(results):
+    """LibTorch's results on the best kernel under the *_best variant names."""
+    return {(n + "_best" if n.startswith(RNN) else n): v for n, v in results.items()}
 
 
 def load_memory(path):
@@ -185,41 +206,64 @@ def fmt_ms(result):
     return f"{1e3 * seconds:.3g}" + (f" ±{100 * cv:.0f}%" if cv is not None else "")
 
 
+def shown_variants(times):
+    """The variants of RNN_VARIANTS that some rnn/ result has."""
+    return [v for v in RNN_VARIANTS if any(n.endswith("/" + v) for n in times)]
+
+
 def rnn_table(times, counters, checks):
-    """ms per training step per cell and configuration, the best LibTorch variant and oneDNN
-    over recur; the loss agreement and issue 11's speed targets go to `checks`. `times` and
-    `counters` hold every side's rnn/ benchmarks."""
+    """ms per training step per cell and configuration, the best LibTorch variant (as
+    installed, and on the best kernel when that was run) and oneDNN over recur; the loss
+    agreement and issue 11's speed targets go to `checks`. `times` and `counters` hold every
+    side's rnn/ benchmarks."""
+    shown = shown_variants(times)
+    best_kernel = any(v in shown for v in TORCH_BEST_VARIANTS)
     rows = []
     for cell in RNN_CELLS:
         for config in RNN_CONFIGS:
-            found = {v: times[rnn_name(cell, config, v)] for v in RNN_VARIANTS if rnn_name(cell, config, v) in times}
+            found = {v: times[rnn_name(cell, config, v)] for v in shown if rnn_name(cell, config, v) in times}
             if not found:
                 continue
             mine = found.get("recur")
-            torch = {v: found[v] for v in TORCH_VARIANTS if v in found}
-            torch_ratio = onednn_ratio = "-"
-            if mine and torch:
-                best = min(torch, key=lambda v: torch[v][0])
-                torch_ratio = f"{torch[best][0] / mine[0]:.2f}x ({best})"
+
+            def best_over(variants):
+                side = {v: found[v] for v in variants if v in found}
+                if not (mine and side):
+                    return "-"
+                best = min(side, key=lambda v: side[v][0])
+                return f"{side[best][0] / mine[0]:.2f}x ({best.removesuffix('_best')})"
+
+            onednn_ratio = "-"
             if mine and "onednn" in found:
                 speedup = found["onednn"][0] / mine[0]
                 onednn_ratio = f"{speedup:.2f}x"
                 target = MIN_SPEEDUP_VS_ONEDNN[config]
                 checks.append((f"rnn {cell} {config}: recur {speedup:.2f}x faster than oneDNN (>= {target:g}x)",
                                speedup >= target))
-            rows.append([cell, config, RNN_SHAPES[config]] + [fmt_ms(found.get(v)) for v in RNN_VARIANTS] +
-                        [torch_ratio, onednn_ratio])
+            ratios = [best_over(TORCH_VARIANTS)] + ([best_over(TORCH_BEST_VARIANTS)] if best_kernel else [])
+            rows.append([cell, config, RNN_SHAPES[config]] + [fmt_ms(found.get(v)) for v in shown] + ratios +
+                        [onednn_ratio])
             loss_checks(cell, config, counters, checks)
     if not rows:
         return
     print("RNN suite: ms per training step (forward over T steps, MSE of all outputs against a fixed target, "
           "backward to all weights; float32, 2 threads)")
-    print_table(["cell", "config", "shapes"] + [VARIANT_TITLES[v] for v in RNN_VARIANTS] +
-                ["best LibTorch / recur", "oneDNN / recur"], rows)
+    print_table(["cell", "config", "shapes"] + [VARIANT_TITLES[v] for v in shown] + ["best LibTorch / recur"] +
+                (["best LibTorch on the best kernel / recur"] if best_kernel else []) + ["oneDNN / recur"], rows)
     print("(> 1x: recur is faster. TBPTT: the whole 1,000-step sequence, a backward per chunk, "
           "the state detached between chunks. oneDNN: weights reordered from PyTorch's layout and "
           "gradients back every step)")
     print()
+
+
+def best_kernel_line(context):
+    """Why LibTorch has one column only: recur left OpenBLAS on the kernels it picked, so
+    'as installed' and 'on the best kernel' are the same run (recur_bench's context)."""
+    if context.get("blas_switched") == "0":
+        print(f"LibTorch on the best OpenBLAS kernel: the same as installed here. recur left OpenBLAS on "
+              f"its {context.get('blas_core', '?')} kernels ({context.get('blas_reason', '')}), so both "
+              "sides already run on them.")
+        print()
 
 
 def loss_checks(cell, config, counters, checks):
@@ -251,6 +295,7 @@ def bound_table(times, counters, recur_counters, torch_counters):
     peak = sgemm_peak(recur_counters, torch_counters)
     if peak is None:
         return
+    shown = shown_variants(times)
     rows = []
     for cell in RNN_CELLS:
         for config in BOUND_CONFIGS:
@@ -260,7 +305,7 @@ def bound_table(times, counters, recur_counters, torch_counters):
                 continue
             bound = flops / peak
             row = [cell, config, f"{flops / 1e9:.1f}", f"{1e3 * bound:.0f}"]
-            for v in RNN_VARIANTS:
+            for v in shown:
                 t = times.get(rnn_name(cell, config, v))
                 row.append("-" if t is None else f"{1e3 * t[0]:.0f} ms: {100 * bound / t[0]:.0f}%")
             rows.append(row)
@@ -270,7 +315,7 @@ def bound_table(times, counters, recur_counters, torch_counters):
                       (("recur", recur_counters), ("LibTorch", torch_counters or {})) if "flops" in c.get(PEAK, {}))
     print(f"sgemm peak, 2048^3 on 2 threads (GFLOP/s): {peaks}; the bound uses {peak / 1e9:.0f}")
     print_table(["cell", "config", "matmul GFLOP/step", "bound (ms)"] +
-                [VARIANT_TITLES[v] + ": time, bound/time" for v in RNN_VARIANTS], rows)
+                [VARIANT_TITLES[v] + ": time, bound/time" for v in shown], rows)
     print("(matmul flops: x W_ih^T and h W_hh^T forward, dW_ih, dW_hh and dh backward)")
     print()
 
@@ -380,21 +425,27 @@ def take_option(args, name):
 def main(argv):
     args = argv[1:]
     memory_path, onednn_paths = take_option(args, "--memory"), take_option(args, "--onednn")
+    torch_best_paths = take_option(args, "--torch-best")
     if len(args) not in (1, 2):
         sys.exit(__doc__)
     recur, paired, recur_counters = load(args[0])
     torch, torch_paired, torch_counters = load(args[1]) if len(args) == 2 else (None, {}, {})
     onednn, _, onednn_counters = load(onednn_paths) if onednn_paths else ({}, {}, {})
+    best, _, best_counters = load(torch_best_paths) if torch_best_paths else ({}, {}, {})
+    best, best_counters = renamed_best(best), renamed_best(best_counters)
     memory = load_memory(memory_path) if memory_path else {}
     # The RNN suite's results of every side, by benchmark name (the variants tell the sides apart).
     rnn_times, rnn_counters = {}, {}
-    for times, counters in ((recur, recur_counters), (torch or {}, torch_counters), (onednn, onednn_counters)):
+    for times, counters in ((recur, recur_counters), (torch or {}, torch_counters), (best, best_counters),
+                            (onednn, onednn_counters)):
         rnn_times.update((n, t) for n, t in times.items() if n.startswith(RNN))
         rnn_counters.update((n, c) for n, c in counters.items() if n.startswith(RNN))
 
     checks = []
     time_table(recur, torch)
     rnn_table(rnn_times, rnn_counters, checks)
+    if torch is not None and not torch_best_paths and rnn_times:
+        best_kernel_line(load_context(args[0]))
     bound_table(rnn_times, rnn_counters, recur_counters, torch_counters)
     if memory:
         memory_table(memory)
