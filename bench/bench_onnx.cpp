@@ -33,8 +33,6 @@ const bench::rnn::Config& m_config() {
   throw std::logic_error("the RNN suite has no M configuration");
 }
 
-std::string model_path(const char* name) { return std::string(RECUR_BENCH_DATA) + "/" + name; }
-
 // Drops the weights' gradients after reading them, so every step starts alike (the
 // handles are copies sharing the variables).
 void drop_grads(std::vector<Shared> weights) {
@@ -45,16 +43,25 @@ void drop_grads(std::vector<Shared> weights) {
   benchmark::ClobberMemory();
 }
 
+// An imported model of bench/data and the suite's M inputs and target (as RecurRnnStep's).
+struct ImportedModel {
+  explicit ImportedModel(const char* file)
+      : model(recur::onnx::load(std::string(RECUR_BENCH_DATA) + "/" + file)),
+        xs(bench::uniform_tensor({config.steps, config.batch, config.input}, -1.f, 1.f, bench::rnn::kSeed)),
+        target(bench::uniform_tensor({config.steps, config.batch, config.hidden}, -1.f, 1.f, bench::rnn::kSeed + 1)) {}
+
+  bench::rnn::Config config = m_config();
+  recur::onnx::Model model;
+  Tensor xs, target;
+};
+
 // PyTorch's LSTM export, fed the suite's inputs, target and weights.
 class ImportedLstmStep {
  public:
-  ImportedLstmStep()
-      : config_(m_config()),
-        model_(recur::onnx::load(model_path("lstm_M.onnx"))),
-        xs_(bench::uniform_tensor({config_.steps, config_.batch, config_.input}, -1.f, 1.f, bench::rnn::kSeed)),
-        target_(bench::uniform_tensor({config_.steps, config_.batch, config_.hidden}, -1.f, 1.f, bench::rnn::kSeed + 1)) {
-    const float bound = bench::rnn::init_bound(config_);
-    for (const bench::rnn::ParamSpec& p : bench::rnn::param_specs(Cell::lstm, config_)) {
+  ImportedLstmStep() {
+    const bench::rnn::Config& config = imported_.config;
+    const float bound = bench::rnn::init_bound(config);
+    for (const bench::rnn::ParamSpec& p : bench::rnn::param_specs(Cell::lstm, config)) {
       names_.push_back(p.name);
       weights_.emplace_back(bench::uniform_tensor(recur::Shape(p.shape.begin(), p.shape.end()), -bound, bound, p.seed),
                             p.name);
@@ -63,18 +70,16 @@ class ImportedLstmStep {
 
   double step() const {
     Tape tape;
-    std::map<std::string, Var> feed{{"input", tape.constant(xs_)}};
+    std::map<std::string, Var> feed{{"input", tape.constant(imported_.xs)}};
     for (std::size_t i = 0; i < weights_.size(); ++i) feed.emplace(names_[i], Var(weights_[i]));
-    const Var loss = recur::mse(model_.run(feed).at("output"), tape.constant(target_));
+    const Var loss = recur::mse(imported_.model.run(feed).at("output"), tape.constant(imported_.target));
     tape.backward(loss);
     drop_grads(weights_);
     return loss.value().item();
   }
 
  private:
-  bench::rnn::Config config_;
-  recur::onnx::Model model_;
-  Tensor xs_, target_;
+  ImportedModel imported_{"lstm_M.onnx"};
   std::vector<std::string> names_;
   std::vector<Shared> weights_;
 };
@@ -82,24 +87,21 @@ class ImportedLstmStep {
 // h' = tanh(x_t W + h U + b) over the M shapes: as an imported ONNX Scan, and in recur::scan.
 class ElmanScanStep {
  public:
-  ElmanScanStep()
-      : config_(m_config()),
-        model_(recur::onnx::load(model_path("elman_scan_M.onnx"))),
-        xs_(bench::uniform_tensor({config_.steps, config_.batch, config_.input}, -1.f, 1.f, bench::rnn::kSeed)),
-        target_(bench::uniform_tensor({config_.steps, config_.batch, config_.hidden}, -1.f, 1.f, bench::rnn::kSeed + 1)) {
-    const float bound = bench::rnn::init_bound(config_);
-    weights_ = {Shared(bench::uniform_tensor({config_.input, config_.hidden}, -bound, bound, bench::rnn::kSeed + 2), "W"),
-                Shared(bench::uniform_tensor({config_.hidden, config_.hidden}, -bound, bound, bench::rnn::kSeed + 3), "U"),
-                Shared(bench::uniform_tensor({config_.hidden}, -bound, bound, bench::rnn::kSeed + 4), "b")};
+  ElmanScanStep() {
+    const bench::rnn::Config& config = imported_.config;
+    const float bound = bench::rnn::init_bound(config);
+    weights_ = {Shared(bench::uniform_tensor({config.input, config.hidden}, -bound, bound, bench::rnn::kSeed + 2), "W"),
+                Shared(bench::uniform_tensor({config.hidden, config.hidden}, -bound, bound, bench::rnn::kSeed + 3), "U"),
+                Shared(bench::uniform_tensor({config.hidden}, -bound, bound, bench::rnn::kSeed + 4), "b")};
   }
 
   double imported() const {
     Tape tape;
-    const auto out = model_.run({{"h0", tape.constant(h0())},
-                                 {"xs", tape.constant(xs_)},
-                                 {"W", Var(weights_[0])},
-                                 {"U", Var(weights_[1])},
-                                 {"b", Var(weights_[2])}});
+    const auto out = imported_.model.run({{"h0", tape.constant(h0())},
+                                          {"xs", tape.constant(imported_.xs)},
+                                          {"W", Var(weights_[0])},
+                                          {"U", Var(weights_[1])},
+                                          {"b", Var(weights_[2])}});
     return finish(tape, out.at("ys"));
   }
 
@@ -110,25 +112,23 @@ class ElmanScanStep {
       return recur::tanh(recur::matmul(a[0], a[2]) + recur::matmul(a[1], a[3]) + a[4]);
     };
     const recur::ScanResult r = recur::scan(
-        step, {.sequences = {tape.constant(xs_)},
+        step, {.sequences = {tape.constant(imported_.xs)},
                .outputs_info = {tape.constant(h0())},
                .non_sequences = {Var(weights_[0]), Var(weights_[1]), Var(weights_[2])}});
     return finish(tape, r[0]);
   }
 
  private:
-  Tensor h0() const { return recur::zeros({config_.batch, config_.hidden}); }
+  Tensor h0() const { return recur::zeros({imported_.config.batch, imported_.config.hidden}); }
 
   double finish(Tape& tape, const Var& ys) const {
-    const Var loss = recur::mse(ys, tape.constant(target_));
+    const Var loss = recur::mse(ys, tape.constant(imported_.target));
     tape.backward(loss);
     drop_grads(weights_);
     return loss.value().item();
   }
 
-  bench::rnn::Config config_;
-  recur::onnx::Model model_;
-  Tensor xs_, target_;
+  ImportedModel imported_{"elman_scan_M.onnx"};
   std::vector<Shared> weights_;
 };
 

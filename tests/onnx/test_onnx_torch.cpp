@@ -13,6 +13,8 @@
 #include <recur/recur.hpp>
 #include <recur/ops/onnx/model.hpp>
 
+#include "file_helpers.hpp"
+
 namespace recur {
 namespace {
 
@@ -20,13 +22,7 @@ namespace fs = std::filesystem;
 
 const fs::path kDir = fs::path(RECUR_TEST_DATA) / "onnx_torch";
 
-std::vector<std::string> fixture_cases() {
-  std::vector<std::string> names;
-  if (fs::is_directory(kDir))
-    for (const auto& e : fs::directory_iterator(kDir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> fixture_cases() { return fs::is_directory(kDir) ? testing::listing(kDir) : std::vector<std::string>{}; }
 
 // |got - want| <= rtol * max|want| elementwise: relative to the tensor's scale, so that
 // elements near zero are held to the same absolute accuracy as the rest.
