@@ -68,16 +68,30 @@ if [[ -x build-consumer/recur_onnx_consumer ]]; then ./build-consumer/recur_onnx
 if [[ -x build-consumer/recur_onnx_export_consumer ]]; then (cd build-consumer && ./recur_onnx_export_consumer); fi
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
-echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each"
+echo "== libFuzzer: the .npy, .npz and checkpoint loaders, 20 s each, and the ONNX loader, 15 s"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DRECUR_WERROR=ON -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF
-cmake --build build-fuzz -j"$jobs" --target fuzz_npy fuzz_npz fuzz_checkpoint
-rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint}
+harnesses=(npy npz checkpoint)
+# fuzz_onnx exists when recur::onnx is built (libonnx-dev, which install-deps.sh installs).
+if cmake --build build-fuzz --target help | grep -q '^fuzz_onnx:'; then harnesses+=(onnx); fi
+cmake --build build-fuzz -j"$jobs" --target "${harnesses[@]/#/fuzz_}"
+rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint,onnx}
 cp tests/data/*.npy tests/data/optim/*.npy build-fuzz/corpus/npy/
 cp tests/data/npz/*.npz build-fuzz/corpus/npz/
 RECUR_FUZZ_WRITE_SEED=build-fuzz/corpus/checkpoint/seed.npz ./build-fuzz/tests/fuzz/fuzz_checkpoint
-for h in npy npz checkpoint; do
-  ./build-fuzz/tests/fuzz/fuzz_$h -max_total_time=20 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/crash-$h- \
+# The ONNX seeds: PyTorch's exports (Loop and sequences among them), the example's model,
+# an ONNX Scan, and some of ONNX's own node tests when libonnx-testdata is installed.
+for f in tests/data/onnx_torch/*/model.onnx; do cp "$f" "build-fuzz/corpus/onnx/$(basename "$(dirname "$f")").onnx"; done
+cp examples/char_lm.onnx bench/data/elman_scan_M.onnx build-fuzz/corpus/onnx/
+for t in scan9_sum scan_sum loop11 loop13_seq if if_seq lstm_defaults gru_defaults rnn_seq_length sequence_insert_at_back \
+         sequence_insert_at_front slice_neg_steps gemm_all_attributes reduce_sum_keepdims_example; do
+  m=/usr/share/libonnx-testdata/data/node/test_$t/model.onnx
+  if [[ -f $m ]]; then cp "$m" "build-fuzz/corpus/onnx/$t.onnx"; fi
+done
+for h in "${harnesses[@]}"; do
+  seconds=20
+  if [[ $h == onnx ]]; then seconds=15; fi
+  ./build-fuzz/tests/fuzz/fuzz_$h -max_total_time=$seconds -rss_limit_mb=2048 -artifact_prefix=build-fuzz/crash-$h- \
     build-fuzz/corpus/$h 2>build-fuzz/fuzz_$h.log || { tail -40 build-fuzz/fuzz_$h.log; exit 1; }
   echo "fuzz_$h: $(grep -o 'Done [0-9]* runs' build-fuzz/fuzz_$h.log)"
 done

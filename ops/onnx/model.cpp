@@ -8,6 +8,7 @@
 #include <onnx/checker.h>
 
 #include <recur/autodiff/tape.hpp>
+#include <recur/core/file_io.hpp>
 #include <recur/autodiff/tape_access.hpp>
 
 #include <recur/ops/onnx/graph_detail.hpp>
@@ -240,5 +241,26 @@ bool Model::is_sequence(std::string_view name) const {
 }
 
 std::int64_t Model::opset() const { return state_->opset; }
+
+::onnx::ModelProto Model::trained_proto() const {
+  ::onnx::ModelProto out = state_->proto;
+  // The walk is the loader's read-only one; `out` is this function's own copy to change.
+  for_each_graph(out.graph(), [&](const ::onnx::GraphProto& g) {
+    for (auto& init : *const_cast<::onnx::GraphProto&>(g).mutable_initializer())
+      detail::assign_to_proto(init, parameter(init.name()).value(), state_->origin + ": initializer '" + init.name() + "'");
+  });
+  try {
+    ::onnx::checker::check_model(out);
+  } catch (const std::exception& e) {
+    fail<ValueError>("onnx::save", state_->origin, ": the ONNX checker rejects the trained model: ", e.what());
+  }
+  return out;
+}
+
+void save(const std::filesystem::path& path, const Model& model) {
+  const std::string bytes = model.trained_proto().SerializeAsString();
+  recur::detail::write_atomically(path, "onnx::save",
+                                  [&](recur::detail::FileSink& sink) { sink.write(bytes.data(), bytes.size()); });
+}
 
 }  // namespace recur::onnx

@@ -14,12 +14,18 @@
 // Loading checks the whole model first (the ONNX checker, then that recur imports every
 // node, in every body graph, at the model's opset): a model that would fail half-way does
 // not load. The supported ops are listed in docs/onnx.md.
+//
+// save(path, m) writes the model back with every initializer holding its parameter's
+// current value (after training), the rest of the graph as it was loaded.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <onnx/onnx_pb.h>
 
 #include <recur/autodiff/module.hpp>
 #include <recur/autodiff/shared.hpp>
@@ -66,6 +72,12 @@ class Model {
   // The version of the default ONNX domain ("ai.onnx") the model imports.
   std::int64_t opset() const;
 
+  // The model as loaded, every initializer (in body graphs too) replaced by the current
+  // value of its parameter, in the initializer's own element type; checked by
+  // onnx::checker. ValueError if an integer parameter was assigned a value its element
+  // type cannot hold.
+  ::onnx::ModelProto trained_proto() const;
+
  private:
   friend Model load_from_bytes(std::string_view bytes, std::string_view origin);
   explicit Model(std::shared_ptr<const detail::ModelState> state) : state_(std::move(state)) {}
@@ -85,6 +97,10 @@ std::vector<std::string> unsupported_ops(const std::string& path);
 
 // The op types of the default domain recur imports (at some opsets; docs/onnx.md).
 std::vector<std::string> imported_op_types();
+
+// m.trained_proto() written to `path`, atomically (IOError naming the path): loaded again,
+// it gives the trained model's outputs.
+void save(const std::filesystem::path& path, const Model& model);
 
 // A serialized TensorProto (as in ONNX's test data) as a Tensor (element types as above).
 Tensor load_tensor(const std::string& path);

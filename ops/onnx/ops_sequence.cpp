@@ -60,7 +60,7 @@ std::vector<Value> concat_from_sequence(const NodeContext& c) {
 }
 
 // Pieces of the given sizes (a scalar: pieces of that size, the last one shorter), or of
-// size 1 with the axis dropped unless keepdims.
+// size 1 with the axis dropped unless keepdims (also for a scalar split of 1, see below).
 std::vector<Value> split_to_sequence(const NodeContext& c) {
   const Var& x = c.input(0);
   const std::int64_t axis = normalized_axis(c, c.int_attr("axis", 0), x.rank());
@@ -74,6 +74,10 @@ std::vector<Value> split_to_sequence(const NodeContext& c) {
     const std::int64_t piece = integer_value(c, c.input(1), "split");
     if (piece <= 0) c.invalid("split ", piece, " must be positive");
     for (std::int64_t done = 0; done < length; done += piece) sizes.push_back(std::min(piece, length - done));
+    // ONNX says keepdims is ignored when split is given, but PyTorch's exporter writes
+    // unbind as split = 1 with keepdims = 0 and means the axis dropped (as ONNX Runtime
+    // runs it): pieces of size 1 honour keepdims.
+    drop_axis = piece == 1 && c.int_attr("keepdims", 1) == 0;
   } else {
     sizes = c.ints_input(1);
   }

@@ -13,5 +13,10 @@ namespace recur::onnx::detail {
 // `where` for the types recur cannot hold.
 DType dtype_of_element_type(std::int32_t element_type, std::string_view where);
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view where);
+// Replaces the values of `proto` by those of `t` (of the dtype and shape tensor_from_proto
+// gives for it), stored as raw_data in the proto's own element type (an int64 tensor read
+// from an int8 initializer goes back as int8). ValueError naming `where` if `t` does not fit
+// it: another shape or dtype, or an integer beyond the element type's range.
+void assign_to_proto(::onnx::TensorProto& proto, const Tensor& t, std::string_view where);
 
 }  // namespace recur::onnx::detail
