@@ -102,23 +102,56 @@ std::vector<std::pair<Axes, bool>> reductions(std::int64_t rank) {
   return all;
 }
 
-// A reduction: ReduceX with the axes found; axes as an input (ReduceSum from opset 13) or
-// an attribute (the others up to opset 17).
-Emit reduce(std::string type, Tensor (*fn)(const Tensor&, const Axes&, bool), bool axes_input) {
+using ReduceFn = Tensor (*)(const Tensor&, const Axes&, bool);
+
+// The axes and keepdims of a reduction `fn` (recur's empty axes mean all: the empty
+// candidate is "nothing reduced").
+std::pair<Ints, bool> reduced_axes(const OpView& v, ReduceFn fn) {
+  const auto [axes, keep] = v.find("axes", reductions(v.rank()), [&](const auto& c) {
+    return c.first.empty() ? v.x(0) : fn(v.x(0), c.first, c.second);
+  });
+  return {Ints(axes.begin(), axes.end()), keep};
+}
+
+// ReduceX over `axes` of `input` into `output`: axes as an input (ReduceSum from opset 13)
+// or an attribute (the others up to opset 17).
+void add_reduce(const OpView& v, const std::string& type, const std::string& input, const Ints& axes, bool keep,
+                const std::string& output) {
+  const bool axes_input = type == "ReduceSum";
+  ::onnx::NodeProto& n = v.node(type, axes_input ? std::vector<std::string>{input, v.ints(axes, "axes")}
+                                                 : std::vector<std::string>{input},
+                                output);
+  if (!axes_input) set_attribute(n, "axes", axes);
+  set_attribute(n, "keepdims", std::int64_t{keep ? 1 : 0});
+}
+
+Emit reduce(std::string type, ReduceFn fn) {
   return [=](const OpView& v) {
-    const auto [axes, keep] = v.find("axes", reductions(v.rank()), [&](const auto& c) {
-      return c.first.empty() ? v.x(0) : fn(v.x(0), c.first, c.second);  // recur's empty axes mean all
-    });
-    if (axes.empty()) {
+    const auto [axes, keep] = reduced_axes(v, fn);
+    if (axes.empty())
       v.node("Identity", {v.in(0)});
-      return;
-    }
-    const Ints list(axes.begin(), axes.end());
-    ::onnx::NodeProto& n = v.node(type, axes_input ? std::vector<std::string>{v.in(0), v.ints(list, "axes")}
-                                                   : std::vector<std::string>{v.in(0)});
-    if (!axes_input) set_attribute(n, "axes", list);
-    set_attribute(n, "keepdims", std::int64_t{keep ? 1 : 0});
+    else
+      add_reduce(v, type, v.in(0), axes, keep, v.out());
   };
+}
+
+// logsumexp as max + log(sum(exp(x - max))), recur's own stable form, from ops every
+// ONNX runtime (recur's importer too) has.
+void logsumexp(const OpView& v) {
+  const auto [axes, keep] = reduced_axes(v, &recur::logsumexp);
+  if (axes.empty()) {
+    v.node("Identity", {v.in(0)});
+    return;
+  }
+  const std::string top = v.temp("max"), shifted = v.temp("shifted"), exps = v.temp("exp"), sums = v.temp("sum"),
+                    logs = v.temp("log"), top_out = v.temp("max_out");
+  add_reduce(v, "ReduceMax", v.in(0), axes, true, top);
+  v.node("Sub", {v.in(0), top}, shifted);
+  v.node("Exp", {shifted}, exps);
+  add_reduce(v, "ReduceSum", exps, axes, keep, sums);
+  v.node("Log", {sums}, logs);
+  v.node("Reshape", {top, v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")}, top_out);
+  v.node("Add", {logs, top_out});
 }
 
 // An op with one axis attribute, `attribute` of the ONNX node.
@@ -212,7 +245,7 @@ void sum_to(const OpView& v) {
   std::string summed = v.in(0);
   if (!axes.empty()) {
     summed = v.temp("summed");
-    set_attribute(v.node("ReduceSum", {v.in(0), v.ints(axes, "axes")}, summed), "keepdims", std::int64_t{1});
+    add_reduce(v, "ReduceSum", v.in(0), axes, true, summed);
   }
   v.node("Reshape", {summed, v.ints(Ints(to.begin(), to.end()), "shape")});
 }
@@ -242,11 +275,11 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
     t.emplace("broadcast_to", [](const OpView& v) {
       v.node("Expand", {v.in(0), v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")});
     });
-    t.emplace("sum", reduce("ReduceSum", &recur::sum, true));
-    t.emplace("max", reduce("ReduceMax", &recur::max, false));
-    t.emplace("min", reduce("ReduceMin", &recur::min, false));
-    t.emplace("prod", reduce("ReduceProd", &recur::prod, false));
-    t.emplace("logsumexp", reduce("ReduceLogSumExp", &recur::logsumexp, false));
+    t.emplace("sum", reduce("ReduceSum", &recur::sum));
+    t.emplace("max", reduce("ReduceMax", &recur::max));
+    t.emplace("min", reduce("ReduceMin", &recur::min));
+    t.emplace("prod", reduce("ReduceProd", &recur::prod));
+    t.emplace("logsumexp", logsumexp);
     t.emplace("softmax", along_axis("Softmax", "axis", [](const OpView& v, std::int64_t a) { return softmax(v.x(0), a); }));
     t.emplace("log_softmax",
               along_axis("LogSoftmax", "axis", [](const OpView& v, std::int64_t a) { return log_softmax(v.x(0), a); }));

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include <unistd.h>
 
@@ -157,6 +158,41 @@ TEST(OnnxExportScan, StepWithoutStateRoundTrips) {
   };
   c.sequences = {normal({3, 2, 3}, 0.0, 1.0, gen, f64), normal({3, 4, 2}, 0.0, 1.0, gen, f64)};
   expect_round_trip(c, "stateless", 1e-12);
+}
+
+// Every other op with an ONNX form, each once, in a step with one state.
+TEST(OnnxExportScan, EveryMappedOpRoundTrips) {
+  Generator gen(4);
+  const DType f64 = DType::float64;
+  const Shared w = parameter({3, 2}, f64, gen, "w");
+  const Tensor mask = tensor({{1.0, 0.0}, {0.0, 1.0}}, f64);
+  const Tensor positions = from_vector(std::vector<std::int64_t>{2, 0}, {2});
+  const Tensor rows = from_vector(std::vector<std::int64_t>{1, 0, 1, 1}, {2, 2});
+  ScanCase c;
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var& h = s[0];                                              // [2, 2]
+    const Var x = s[1];                                               // [2, 3]
+    const Var a = matmul_t(x, Var(w), false, false);                  // [2, 2]
+    const Var b = matmul_t(a, h, true, false) + matmul_t(h, a, false, true);
+    const Var m = maximum(pow(abs(b), Var(scalar(2.0, f64))), minimum(sqrt(abs(a) + 1.0), softplus(h)));
+    const Var r = where(Var(mask), log(m + 1.0), m / (abs(h) + 1.0));  // [2, 2]
+    const Var reduced = max(r, {0}) + min(r, {1}) + prod(r, {0}) + logsumexp(r, {1});  // [2]
+    const Var spread = broadcast_to(reduced, {3, 2}) * 0.1;           // [3, 2]
+    const Var back = sum_to(spread, {1, 2});                          // [1, 2]
+    const Var picked = take(x, Var(positions), 1) + gather(r, 0, Var(rows));  // [2, 2]
+    const Var next = tanh(picked * 0.1 + back);
+    return {next, next};
+  };
+  c.states = {normal({2, 2}, 0.0, 1.0, gen, f64)};
+  c.sequences = {normal({3, 2, 3}, 0.0, 1.0, gen, f64)};
+  const ::onnx::ModelProto model = recur::onnx::scan_model(c.body, c.states, c.sequences);
+  std::set<std::string> ops;
+  for (const auto& n : model.graph().node(0).attribute(0).g().node()) ops.insert(n.op_type());
+  for (const char* op : {"Transpose", "Max", "Min", "Pow", "Abs", "Sqrt", "Softplus", "Where", "Log", "Div",
+                         "ReduceMax", "ReduceMin", "ReduceProd", "Exp", "Expand", "ReduceSum",
+                         "Reshape", "Gather", "GatherElements"})
+    EXPECT_TRUE(ops.contains(op)) << op;
+  expect_round_trip(c, "every_op", 1e-12);
 }
 
 TEST(OnnxExportScan, AnOpWithoutOnnxFormIsAnErrorNamingItAndWritesNothing) {
