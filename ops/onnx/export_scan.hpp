@@ -23,9 +23,10 @@
 //
 // What cannot be one ONNX body is an error naming the op, and nothing is written: an op
 // with no ONNX form here (onnx::UnsupportedError, e.g. a fused cell op; write the step
-// with plain ops), an op recorded out of sight (a scan inside the step), control flow on
-// values or a value computed without gradient (a comparison mask): the step is traced
-// twice on different random values and must record the same ops and constants.
+// with plain ops), an op recorded out of sight (a strict scan inside the step; one that is
+// not strict is unrolled into the body), a random draw, control flow on values or a value
+// computed without gradient (a comparison mask): the step is traced twice on different
+// random values and must record the same ops and constants.
 // Every model passes onnx::checker::check_model and ONNX's strict shape inference.
 #include <filesystem>
 #include <string>

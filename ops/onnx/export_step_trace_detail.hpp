@@ -47,9 +47,10 @@ struct StepTrace {
 
 // Runs body once on stand-ins of `input_examples`' shapes and dtypes (values ignored),
 // twice in fact, with different random values: a step whose ops or constants differ
-// between the two (control flow on values, a comparison mask, a random draw) cannot be one
-// ONNX body, and is a ValueError naming `op` and what differed. So is an op recorded past
-// the scope (a nested scan, which records its own steps): ONNX's Scan body is flat.
+// between the two (control flow on values, a comparison mask) cannot be one ONNX body, and
+// is a ValueError naming `op` and what differed. So are a random draw and an op recorded
+// past the scope (a strict scan inside the step checks its own steps' inputs; a scan that
+// is not strict is seen op by op, unrolled).
 StepTrace trace_step(std::string_view op, const OnnxBody& body, const std::vector<Tensor>& input_examples);
 
 }  // namespace recur::onnx::detail

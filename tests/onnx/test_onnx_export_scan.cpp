@@ -221,5 +221,33 @@ TEST(OnnxExportScan, AValueComputedWithoutGradientOrTheWrongStateIsAnError) {
                                     {"onnx::save", "new state 0", "[4]", "[2, 4]"});
 }
 
+// A scan inside the step is unrolled into the body (its length the traced one): its steps
+// are ops the export sees. A strict one checks its steps' inputs itself, so they are
+// recorded out of the export's sight, and a random draw changes its stream's state:
+// neither can be one ONNX body.
+TEST(OnnxExportScan, ANestedScanIsUnrolledAndAStrictOneOrARandomDrawIsAnError) {
+  ScanCase c = elman(DType::float64);
+  const recur::onnx::Body inner = c.body;
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var twice = recur::onnx::scan(inner, {s[0]}, {stack({s[1], s[1]})}).scan_outputs[0];
+    return {s[0] * 0.5, twice};
+  };
+  expect_round_trip(c, "nested", 1e-12);
+  c.body = [](std::span<const Var> s) -> std::vector<Var> {
+    auto add = [](std::span<const Var> a) -> StepResult { return a[0] + a[1]; };
+    const Var total = scan(add, {.sequences = {stack({s[1], s[1]})}, .outputs_info = {s[1]}, .strict = true})[0];
+    return {s[0], total};
+  };
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx::save", "out of the export's sight"});
+  auto stream = std::make_shared<RandomStream>(3);
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var noisy = s[0] + stream->normal({2, 4}, 0.0, 1.0, DType::float64);
+    return {noisy, noisy};
+  };
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx::save", "random_stream", "no side effects"});
+}
+
 }  // namespace
 }  // namespace recur
