@@ -27,7 +27,8 @@ std::vector<std::string> names_of(const std::vector<std::string>& given, std::si
     for (std::size_t k = 0; k < count; ++k) names.push_back(prefix + "_" + std::to_string(k));
     return names;
   }
-  if (given.size() != count) fail<ValueError>(kOp, "option '", option, "' has ", given.size(), " names for ", count, " values");
+  if (given.size() != count)
+    fail<ValueError>(kOp, "option '", option, "' has ", given.size(), " names for ", count, " values");
   return given;
 }
 
@@ -35,7 +36,8 @@ std::vector<std::string> names_of(const std::vector<std::string>& given, std::si
 std::vector<std::int64_t> per_value(const std::vector<std::int64_t>& given, std::size_t count, std::int64_t fallback,
                                     const char* option) {
   if (given.empty()) return std::vector<std::int64_t>(count, fallback);
-  if (given.size() != count) fail<ValueError>(kOp, "option '", option, "' has ", given.size(), " entries for ", count, " values");
+  if (given.size() != count)
+    fail<ValueError>(kOp, "option '", option, "' has ", given.size(), " entries for ", count, " values");
   return given;
 }
 
@@ -55,7 +57,8 @@ struct ScanGraph {
 
   std::size_t n = states.size(), m = sequences.size();
   std::vector<std::int64_t> input_axes = per_value(options.scan.scan_input_axes, m, 0, "scan_input_axes");
-  std::vector<std::int64_t> input_directions = per_value(options.scan.scan_input_directions, m, 0, "scan_input_directions");
+  std::vector<std::int64_t> input_directions =
+      per_value(options.scan.scan_input_directions, m, 0, "scan_input_directions");
 
   // Graph names given by the caller are taken first, as they are (twice is an error).
   std::vector<std::string> take(const std::vector<std::string>& wanted) {
@@ -83,7 +86,8 @@ struct ScanGraph {
     for (std::size_t i = 0; i < n; ++i) {
       const Tensor& next = trace.value(trace.outputs[i]);
       if (next.dtype() != states[i].dtype())
-        fail<DTypeError>(kOp, "the step's new state ", i, " has dtype ", next.dtype(), ", the state ", states[i].dtype());
+        fail<DTypeError>(kOp, "the step's new state ", i, " has dtype ", next.dtype(), ", the state ",
+                         states[i].dtype());
       if (next.shape() != states[i].shape())
         fail<ShapeError>(kOp, "the step's new state ", i, " has shape ", to_string(next.shape()), ", the state ",
                          to_string(states[i].shape()));
@@ -174,7 +178,8 @@ struct ScanGraph {
 void save(const std::filesystem::path& path, const Body& body, const std::vector<Tensor>& initial_states,
           const std::vector<Tensor>& scan_inputs, const ScanExportOptions& options) {
   const std::string bytes = scan_model(body, initial_states, scan_inputs, options).SerializeAsString();
-  recur::detail::write_atomically(path, kOp, [&](recur::detail::FileSink& sink) { sink.write(bytes.data(), bytes.size()); });
+  recur::detail::write_atomically(path, kOp,
+                                  [&](recur::detail::FileSink& sink) { sink.write(bytes.data(), bytes.size()); });
 }
 
 }  // namespace recur::onnx

@@ -80,12 +80,17 @@ Emit same_inputs(std::string type) {
   return [type](const OpView& v) { v.node(type, v.all_inputs()); };
 }
 
-std::vector<Ints> permutations(std::int64_t rank) {
-  Ints p(static_cast<std::size_t>(rank));
+// The permutations p with y.shape[k] == x.shape[p[k]].
+std::vector<Ints> permutations(const Shape& x, const Shape& y) {
+  Ints p(x.size());
   std::iota(p.begin(), p.end(), 0);
   std::vector<Ints> all;
-  do all.push_back(p);
-  while (std::next_permutation(p.begin(), p.end()));
+  if (x.size() != y.size()) return all;
+  do {
+    bool fits = true;
+    for (std::size_t k = 0; k < p.size() && fits; ++k) fits = y[k] == x[static_cast<std::size_t>(p[k])];
+    if (fits) all.push_back(p);
+  } while (std::next_permutation(p.begin(), p.end()));
   return all;
 }
 
@@ -167,7 +172,8 @@ Emit along_axis(std::string type, std::string attribute, std::function<Tensor(co
 // matmul_t's transposes of the last two axes, as Transpose nodes before MatMul.
 void matmul(const OpView& v) {
   const std::vector<std::pair<bool, bool>> flags{{false, false}, {true, false}, {false, true}, {true, true}};
-  const auto [ta, tb] = v.find("transposes", flags, [&](auto f) { return matmul_t(v.x(0), v.x(1), f.first, f.second); });
+  const auto [ta, tb] =
+      v.find("transposes", flags, [&](auto f) { return matmul_t(v.x(0), v.x(1), f.first, f.second); });
   std::vector<std::string> operands;
   for (std::size_t i : {0u, 1u}) {
     if (!(i == 0 ? ta : tb)) {
@@ -190,7 +196,8 @@ void reshape(const OpView& v) {
 }
 
 void permute(const OpView& v) {
-  const Ints perm = v.find("permutation", permutations(v.rank()), [&](const Ints& p) { return recur::permute(v.x(0), Axes(p.begin(), p.end())); });
+  const Ints perm = v.find("permutation", permutations(v.x(0).shape(), v.y().shape()),
+                           [&](const Ints& p) { return recur::permute(v.x(0), Axes(p.begin(), p.end())); });
   set_attribute(v.node("Transpose", {v.in(0)}), "perm", perm);
 }
 
@@ -229,7 +236,8 @@ void index_along(const OpView& v) {
   std::vector<std::pair<std::int64_t, std::int64_t>> candidates;
   for (std::int64_t a = 0; a < v.rank(); ++a)
     for (std::int64_t i = 0; i < v.x(0).size(a); ++i) candidates.emplace_back(a, i);
-  const auto [axis, i] = v.find("axis and position", candidates, [&](auto c) { return index(v.x(0), c.first, c.second); });
+  const auto [axis, i] =
+      v.find("axis and position", candidates, [&](auto c) { return index(v.x(0), c.first, c.second); });
   const std::string position = v.graph.constant(from_vector(Ints{i}, {}), v.out() + "_index");
   set_attribute(v.node("Gather", {v.in(0), position}), "axis", axis);
 }
@@ -280,7 +288,8 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
     t.emplace("min", reduce("ReduceMin", &recur::min));
     t.emplace("prod", reduce("ReduceProd", &recur::prod));
     t.emplace("logsumexp", logsumexp);
-    t.emplace("softmax", along_axis("Softmax", "axis", [](const OpView& v, std::int64_t a) { return softmax(v.x(0), a); }));
+    t.emplace("softmax",
+              along_axis("Softmax", "axis", [](const OpView& v, std::int64_t a) { return softmax(v.x(0), a); }));
     t.emplace("log_softmax",
               along_axis("LogSoftmax", "axis", [](const OpView& v, std::int64_t a) { return log_softmax(v.x(0), a); }));
     t.emplace("concat", along_axis("Concat", "axis", [](const OpView& v, std::int64_t a) {
@@ -288,7 +297,8 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
                 for (std::size_t i = 0; i < v.op.inputs.size(); ++i) xs.push_back(v.x(i));
                 return concat(std::span<const Tensor>(xs), a);
               }));
-    t.emplace("take", along_axis("Gather", "axis", [](const OpView& v, std::int64_t a) { return take(v.x(0), v.x(1), a); }));
+    t.emplace("take",
+              along_axis("Gather", "axis", [](const OpView& v, std::int64_t a) { return take(v.x(0), v.x(1), a); }));
     t.emplace("gather", along_axis("GatherElements", "axis",
                                    [](const OpView& v, std::int64_t a) { return gather(v.x(0), a, v.x(1)); }));
     return t;

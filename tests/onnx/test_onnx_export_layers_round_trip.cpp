@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include <unistd.h>
@@ -26,6 +27,8 @@ struct RoundTrip {
   recur::onnx::LayerExportOptions save{};
   std::string name;
 };
+
+void PrintTo(const RoundTrip& c, std::ostream* os) { *os << c.name; }  // test names in ctest
 
 nn::RecurrentOptions layer(std::int64_t layers, bool bidirectional, bool batch_first, DType dtype) {
   nn::RecurrentOptions o;
@@ -73,7 +76,8 @@ std::unique_ptr<nn::RecurrentLayer> make(const RoundTrip& c) {
 // sequence_lens when the case has it) and compares every output.
 void expect_round_trip(const RoundTrip& c, const std::vector<std::int64_t>& lengths) {
   const auto rnn = make(c);
-  const fs::path path = fs::temp_directory_path() / ("recur_layer_round_trip_" + std::to_string(getpid()) + "_" + c.name + ".onnx");
+  const fs::path path =
+      fs::temp_directory_path() / ("recur_layer_round_trip_" + std::to_string(getpid()) + "_" + c.name + ".onnx");
   recur::onnx::save(path, *rnn, c.save);
   const recur::onnx::Model model = recur::onnx::load(path.string());
   fs::remove(path);
