@@ -98,10 +98,10 @@ std::vector<Ints> permutations(const Shape& x, const Shape& y) {
 std::vector<std::pair<Axes, bool>> reductions(std::int64_t rank) {
   std::vector<std::pair<Axes, bool>> all;
   for (bool keep : {false, true})
-    for (std::int64_t mask = (1 << rank) - 1; mask >= 0; --mask) {
+    for (std::int64_t mask = (std::int64_t{1} << rank) - 1; mask >= 0; --mask) {
       Axes axes;
       for (std::int64_t a = 0; a < rank; ++a)
-        if (mask & (1 << a)) axes.push_back(a);
+        if (mask & (std::int64_t{1} << a)) axes.push_back(a);
       all.emplace_back(axes, keep);
     }
   return all;
