@@ -69,6 +69,7 @@ struct ScanGraph {
 
   // One element of each scan input: its shape without the scan axis.
   std::vector<Tensor> step_examples() {
+    if (m == 0) fail<ValueError>(kOp, "an ONNX Scan needs a scan input: its length is the number of steps");
     check_directions(input_directions, "scan_input_directions");
     std::vector<Tensor> examples = states;
     for (std::size_t j = 0; j < m; ++j) {

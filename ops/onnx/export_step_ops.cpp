@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
-#include <optional>
 
 #include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
@@ -25,6 +24,7 @@ namespace {
 
 using Ints = std::vector<std::int64_t>;
 
+// Equal shapes, dtypes and elements; NaN equals nothing, so no attribute is told from NaNs.
 bool identical(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
 }
@@ -57,7 +57,7 @@ struct OpView {
   }
 
   // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
-  // the recorded output.
+  // the recorded output (on random inputs, the only one).
   template <class C, class F>
   C find(std::string_view what, const std::vector<C>& candidates, F apply) const {
     for (const C& c : candidates) {

@@ -3,8 +3,9 @@
 // model, loaded with recur's own importer and run, gives the outputs of recur::onnx::scan
 // with the same step (float64 to 1e-12, float32 to 1e-6): an Elman RNN, an LSTM-like step
 // with two states and two scan outputs along different axes, reverse directions over a
-// batch-first sequence, a step without state; steps that cannot be one ONNX body are errors
-// naming the op, and nothing is written.
+// batch-first sequence, a step without state, every mapped op, a nested scan; the imported
+// parameters get the scan's gradients; steps that cannot be one ONNX body are errors naming
+// the op, and nothing is written.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -90,6 +91,34 @@ ScanCase elman(DType dtype, std::int64_t t = 5) {
 TEST(OnnxExportScan, ElmanRnnRoundTripsInFloat64AndFloat32) {
   expect_round_trip(elman(DType::float64), "elman64", 1e-12);
   expect_round_trip(elman(DType::float32), "elman32", 1e-6);
+}
+
+// The re-imported model trains like the scan: its parameters get the same gradients.
+TEST(OnnxExportScan, ImportedParametersGetTheScansGradients) {
+  Generator gen(5);
+  const DType f64 = DType::float64;
+  const Shared w = parameter({3, 4}, f64, gen, "W"), u = parameter({4, 4}, f64, gen, "U");
+  const recur::onnx::Body step = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var next = tanh(matmul(s[1], w) + matmul(s[0], u));
+    return {next, next};
+  };
+  const Tensor h0 = normal({2, 4}, 0.0, 1.0, gen, f64), xs = normal({4, 2, 3}, 0.0, 1.0, gen, f64);
+  const fs::path path = temp_path("gradients");
+  recur::onnx::save(path, step, {h0}, {xs});
+  const recur::onnx::Model model = recur::onnx::load(path.string());
+  fs::remove(path);
+  {
+    Tape tape;
+    tape.backward(sum(recur::onnx::scan(step, {Var(h0)}, {Var(xs)}).scan_outputs[0]));
+  }
+  {
+    Tape tape;
+    tape.backward(sum(model.run({{"initial_state_0", h0}, {"scan_input_0", xs}}).at("scan_output_0")));
+  }
+  for (const auto& [name, original] : {std::pair{"W", w}, std::pair{"U", u}}) {
+    EXPECT_GT(max_abs_diff(original.grad(), zeros_like(original.grad())), 0.0) << name;
+    EXPECT_LE(max_abs_diff(model.parameter(name).grad(), original.grad()), 1e-12) << name;
+  }
 }
 
 TEST(OnnxExportScan, ParametersAreNamedInitializersReadByTheBody) {
@@ -208,7 +237,7 @@ TEST(OnnxExportScan, AnOpWithoutOnnxFormIsAnErrorNamingItAndWritesNothing) {
   EXPECT_FALSE(fs::exists(path));
 }
 
-TEST(OnnxExportScan, AValueComputedWithoutGradientOrTheWrongStateIsAnError) {
+TEST(OnnxExportScan, AValueComputedWithoutGradientAWrongStateOrBadOptionsAreErrors) {
   ScanCase c = elman(DType::float64);
   c.body = [](std::span<const Var> s) -> std::vector<Var> {
     const Var positive = greater(s[1], Var(full_like(s[1].value(), 0.6)));  // a mask: a constant on the tape
@@ -219,6 +248,12 @@ TEST(OnnxExportScan, AValueComputedWithoutGradientOrTheWrongStateIsAnError) {
   c.body = [](std::span<const Var> s) -> std::vector<Var> { return {sum(s[0], {0})}; };
   testing::expect_error<ShapeError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
                                     {"onnx::save", "new state 0", "[4]", "[2, 4]"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, {}); },
+                                    {"onnx::save", "needs a scan input"});
+  recur::onnx::ScanExportOptions reversed;
+  reversed.scan.scan_input_directions = {2};
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, reversed); },
+                                    {"onnx::save", "scan_input_directions", "0 or 1"});
 }
 
 // A scan inside the step is unrolled into the body (its length the traced one): its steps
