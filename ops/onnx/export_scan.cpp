@@ -5,6 +5,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
 #include <recur/core/file_io.hpp>
+#include <recur/ops/indexing.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
 #include <recur/ops/onnx/export_step_trace_detail.hpp>
@@ -67,7 +68,8 @@ struct ScanGraph {
     return wanted;
   }
 
-  // One element of each scan input: its shape without the scan axis.
+  // The states, and one element of each scan input (its first; zeros of its shape without
+  // the scan axis when it is empty): only integer ones' values are used.
   std::vector<Tensor> step_examples() {
     if (m == 0) fail<ValueError>(kOp, "an ONNX Scan needs a scan input: its length is the number of steps");
     check_directions(input_directions, "scan_input_directions");
@@ -75,8 +77,9 @@ struct ScanGraph {
     for (std::size_t j = 0; j < m; ++j) {
       Shape shape = sequences[j].shape();
       input_axes[j] = normalize_axis(kOp, input_axes[j], shape, "scan_input_axes");
+      const bool empty = shape[static_cast<std::size_t>(input_axes[j])] == 0;
       shape.erase(shape.begin() + input_axes[j]);
-      examples.push_back(zeros(shape, sequences[j].dtype()));
+      examples.push_back(empty ? zeros(shape, sequences[j].dtype()) : index(sequences[j], input_axes[j], 0));
     }
     return examples;
   }

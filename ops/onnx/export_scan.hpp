@@ -9,7 +9,8 @@
 //   };
 //   recur::onnx::save("elman.onnx", step, {h0}, {xs});
 //
-// The step is run once (twice: see below) on stand-ins of the examples' shapes and dtypes,
+// The step is run once (twice: see below) on stand-ins of the examples' shapes and dtypes
+// (random values; integer states and scan inputs, token ids, keep the examples' values),
 // on a tape of its own, and each op it records becomes ONNX nodes (export_step_ops.cpp:
 // arithmetic, Tanh/Sigmoid/Relu/Exp/Log/..., MatMul, Reshape, Transpose, Slice, Gather,
 // Concat, Reduce*, Softmax, Where, Expand). The Shared variables it reads become

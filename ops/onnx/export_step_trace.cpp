@@ -103,10 +103,8 @@ StepTrace trace_once(std::string_view op, const OnnxBody& body, const std::vecto
   Generator gen(seed);
   std::vector<Var> inputs;
   for (const Tensor& e : examples) {
-    if (!is_floating(e.dtype()))
-      fail<DTypeError>(op, "states and scan inputs must be float32 or float64, got ", e.dtype(), " of shape ",
-                       to_string(e.shape()));
-    inputs.push_back(tape.variable(stand_in(e.shape(), e.dtype(), gen)));
+    // Integer inputs (token ids) keep the example's values: the ops on them need indices.
+    inputs.push_back(is_floating(e.dtype()) ? tape.variable(stand_in(e.shape(), e.dtype(), gen)) : tape.constant(e));
     trace.inputs.push_back(inputs.back().id());
   }
   std::vector<TracedOp> seen;

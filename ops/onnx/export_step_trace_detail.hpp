@@ -4,9 +4,9 @@
 // through a RecordingScope (autodiff/recording_scope.hpp) - the tape's own hook for
 // constructs that watch recording, so the export needs nothing from the tape's internals.
 //
-// The step runs on stand-ins: its states and scan-input elements are variables of the
-// example shapes and dtypes, and every Shared it reads is a variable of the Shared's shape,
-// all holding random values. An op's attributes (a slice's bounds, a permutation) are not
+// The step runs on stand-ins: its floating states and scan-input elements are variables of
+// the example shapes and dtypes, and every floating Shared it reads is a variable of the
+// Shared's shape, all holding random values (integer ones, indices, keep their values). An op's attributes (a slice's bounds, a permutation) are not
 // on the tape, only its inputs and output; with random inputs, the one attribute value
 // that turns the recorded inputs into the recorded output is the op's (export_step_ops).
 #include <cstdint>
@@ -45,7 +45,8 @@ struct StepTrace {
   const Tensor& value(std::uint32_t node) const;
 };
 
-// Runs body once on stand-ins of `input_examples`' shapes and dtypes (values ignored),
+// Runs body once on stand-ins of `input_examples`' shapes and dtypes (values ignored but
+// for integer ones),
 // twice in fact, with different random values: a step whose ops or constants differ
 // between the two (control flow on values, a comparison mask) cannot be one ONNX body, and
 // is a ValueError naming `op` and what differed. So are a random draw and an op recorded

@@ -172,6 +172,21 @@ TEST(OnnxExportScan, ReverseDirectionsAndOtherAxesRoundTrip) {
   expect_round_trip(c, "reverse", 1e-12);
 }
 
+// Token ids as the scan input: an embedding lookup (take) of an integer sequence.
+TEST(OnnxExportScan, IntegerScanInputsRoundTrip) {
+  Generator gen(6);
+  const DType f64 = DType::float64;
+  const Shared embedding = parameter({5, 4}, f64, gen, "embedding"), u = parameter({4, 4}, f64, gen, "U");
+  ScanCase c;
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var next = tanh(take(Var(embedding), s[1], 0) + matmul(s[0], u));  // s[1]: ids [B]
+    return {next, next};
+  };
+  c.states = {normal({2, 4}, 0.0, 1.0, gen, f64)};
+  c.sequences = {from_vector(std::vector<std::int64_t>{0, 4, 3, 1, 2, 2}, {3, 2})};
+  expect_round_trip(c, "token_ids", 1e-12);
+}
+
 // No carried state: each step maps its elements (two sequences) to outputs on its own,
 // through transposes, softmax, reshapes, reductions and broadcasting.
 TEST(OnnxExportScan, StepWithoutStateRoundTrips) {
