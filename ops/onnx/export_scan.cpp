@@ -20,6 +20,17 @@ using detail::Dim;
 
 std::vector<Dim> dims_of(const Shape& shape) { return std::vector<Dim>(shape.begin(), shape.end()); }
 
+// `shape` as graph dimensions with the scan axis a symbolic T: in place of axis `axis` (a
+// scan input), or inserted there (a stacked scan output).
+std::vector<Dim> dims_along_t(const Shape& shape, std::int64_t axis, bool inserted) {
+  std::vector<Dim> dims;
+  for (std::int64_t k = 0; k <= static_cast<std::int64_t>(shape.size()); ++k) {
+    if (k == axis) dims.emplace_back(std::string("T"));
+    if (k < static_cast<std::int64_t>(shape.size()) && (inserted || k != axis)) dims.emplace_back(shape[k]);
+  }
+  return dims;
+}
+
 // `given` when the caller named them (one name each), else prefix_0, prefix_1, ...
 std::vector<std::string> names_of(const std::vector<std::string>& given, std::size_t count, const std::string& prefix,
                                   const char* option) {
@@ -98,6 +109,55 @@ struct ScanGraph {
     }
   }
 
+  // The body: the traced step's inputs, each recorded op, and Identity nodes for its
+  // outputs; the Shared variables it reads become the outer graph's initializers.
+  ::onnx::GraphProto step_body(const detail::StepTrace& trace, const std::vector<std::string>& inputs,
+                               const std::vector<std::string>& outputs) {
+    ::onnx::GraphProto body_graph;
+    body_graph.set_name(options.graph_name + "_body");
+    detail::StepGraph step{trace, body_graph, names, kOp};
+    for (const auto& [node, shared] : trace.parameters) {
+      const std::string name = names.unique(shared.name().empty() ? "parameter" : shared.name());
+      detail::add_initializer(graph, name, shared.value());
+      step.value_names.emplace(node, name);
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& value = trace.value(trace.inputs[i]);
+      const std::string name = names.unique("body_" + inputs[i]);
+      detail::add_input(body_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
+      step.value_names.emplace(trace.inputs[i], name);
+    }
+    for (const detail::TracedOp& op : trace.ops) detail::add_op(step, op);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor& value = trace.value(trace.outputs[i]);
+      const std::string name = names.unique("body_" + outputs[i]);
+      detail::add_node(body_graph, "Identity", {step.name_of(trace.outputs[i])}, {name}, names.unique("node_" + name));
+      detail::add_output(body_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
+    }
+    return body_graph;
+  }
+
+  // The outer graph's inputs and outputs: a symbolic T along each scan axis.
+  void add_graph_values(const detail::StepTrace& trace, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, std::vector<std::int64_t>& output_axes) {
+    for (std::size_t i = 0; i < n; ++i)
+      detail::add_input(graph, inputs[i], detail::element_type(states[i].dtype()), dims_of(states[i].shape()));
+    for (std::size_t j = 0; j < m; ++j) {
+      detail::add_input(graph, inputs[n + j], detail::element_type(sequences[j].dtype()),
+                        dims_along_t(sequences[j].shape(), input_axes[j], false));
+    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor& value = trace.value(trace.outputs[i]);
+      std::vector<Dim> dims = dims_of(value.shape());
+      if (i >= n) {
+        std::int64_t& axis = output_axes[i - n];
+        axis = normalize_axis(kOp, axis, value.shape(), "scan_output_axes", 1);
+        dims = dims_along_t(value.shape(), axis, true);
+      }
+      detail::add_output(graph, outputs[i], detail::element_type(value.dtype()), dims);
+    }
+  }
+
   ::onnx::GraphProto build() {
     const detail::StepTrace trace = detail::trace_step(kOp, body, step_examples());
     check_states(trace);
@@ -117,53 +177,13 @@ struct ScanGraph {
     outputs.insert(outputs.end(), scan_outputs.begin(), scan_outputs.end());
 
     graph.set_name(options.graph_name);
-    ::onnx::GraphProto step_graph;
-    step_graph.set_name(options.graph_name + "_body");
-    detail::StepGraph step{trace, step_graph, names, kOp};
-    for (const auto& [node, shared] : trace.parameters) {
-      const std::string name = names.unique(shared.name().empty() ? "parameter" : shared.name());
-      detail::add_initializer(graph, name, shared.value());
-      step.value_names.emplace(node, name);
-    }
-    for (std::size_t i = 0; i < n + m; ++i) {
-      const Tensor& value = trace.value(trace.inputs[i]);
-      const std::string name = names.unique("body_" + inputs[i]);
-      detail::add_input(step_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
-      step.value_names.emplace(trace.inputs[i], name);
-    }
-    for (const detail::TracedOp& op : trace.ops) detail::add_op(step, op);
-    for (std::size_t i = 0; i < n + k; ++i) {
-      const Tensor& value = trace.value(trace.outputs[i]);
-      const std::string name = names.unique("body_" + outputs[i]);
-      detail::add_node(step_graph, "Identity", {step.name_of(trace.outputs[i])}, {name}, names.unique("node_" + name));
-      detail::add_output(step_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
-    }
-
-    for (std::size_t i = 0; i < n; ++i)
-      detail::add_input(graph, inputs[i], detail::element_type(states[i].dtype()), dims_of(states[i].shape()));
-    for (std::size_t j = 0; j < m; ++j) {
-      std::vector<Dim> dims = dims_of(sequences[j].shape());
-      dims[static_cast<std::size_t>(input_axes[j])] = "T";
-      detail::add_input(graph, inputs[n + j], detail::element_type(sequences[j].dtype()), dims);
-    }
-    for (std::size_t i = 0; i < n + k; ++i) {
-      const Tensor& value = trace.value(trace.outputs[i]);
-      std::vector<Dim> dims = dims_of(value.shape());
-      if (i >= n) {
-        std::int64_t& axis = output_axes[i - n];
-        axis = normalize_axis(kOp, axis, value.shape(), "scan_output_axes", 1);
-        dims.insert(dims.begin() + axis, Dim{"T"});
-      }
-      detail::add_output(graph, outputs[i], detail::element_type(value.dtype()), dims);
-    }
-
+    ::onnx::GraphProto body_graph = step_body(trace, inputs, outputs);
+    add_graph_values(trace, inputs, outputs, output_axes);
     ::onnx::NodeProto& scan = detail::add_node(graph, "Scan", inputs, outputs, names.unique("scan"));
-    detail::set_attribute(scan, "body", std::move(step_graph));
+    detail::set_attribute(scan, "body", std::move(body_graph));
     detail::set_attribute(scan, "num_scan_inputs", static_cast<std::int64_t>(m));
-    if (m > 0) {
-      detail::set_attribute(scan, "scan_input_axes", input_axes);
-      detail::set_attribute(scan, "scan_input_directions", input_directions);
-    }
+    detail::set_attribute(scan, "scan_input_axes", input_axes);
+    detail::set_attribute(scan, "scan_input_directions", input_directions);
     if (k > 0) {
       detail::set_attribute(scan, "scan_output_axes", output_axes);
       detail::set_attribute(scan, "scan_output_directions", output_directions);
