@@ -269,6 +269,16 @@ TEST(OnnxExportScan, AValueComputedWithoutGradientAWrongStateOrBadOptionsAreErro
   reversed.scan.scan_input_directions = {2};
   testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, reversed); },
                                     {"onnx::save", "scan_input_directions", "0 or 1"});
+  c = elman(DType::float64);
+  recur::onnx::ScanExportOptions misnamed;
+  misnamed.state_names = {"x"};
+  misnamed.scan_input_names = {"x"};
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, misnamed); },
+                                    {"onnx::save", "'x'", "two values"});
+  recur::onnx::ScanExportOptions two_axes;
+  two_axes.scan.scan_output_axes = {0, 1};
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, two_axes); },
+                                    {"onnx::save", "scan_output_axes", "2 entries for 1 values"});
 }
 
 // A scan inside the step is unrolled into the body (its length the traced one): its steps
