@@ -37,19 +37,22 @@ int element_type(DType dtype) {
 }
 
 void add_initializer(::onnx::GraphProto& graph, const std::string& name, const Tensor& t) {
-  ::onnx::TensorProto* p = graph.add_initializer();
-  p->set_name(name);
-  p->set_data_type(element_type(t.dtype()));
-  for (std::int64_t d : t.shape()) p->add_dims(d);
+  write_tensor(*graph.add_initializer(), name, t);
+}
+
+void write_tensor(::onnx::TensorProto& proto, const std::string& name, const Tensor& t) {
+  proto.set_name(name);
+  proto.set_data_type(element_type(t.dtype()));
+  for (std::int64_t d : t.shape()) proto.add_dims(d);
   switch (t.dtype()) {
     case DType::float32:
-      for (float v : to_vector<float>(t)) p->add_float_data(v);
+      for (float v : to_vector<float>(t)) proto.add_float_data(v);
       break;
     case DType::float64:
-      for (double v : to_vector<double>(t)) p->add_double_data(v);
+      for (double v : to_vector<double>(t)) proto.add_double_data(v);
       break;
     case DType::int64:
-      for (std::int64_t v : to_vector<std::int64_t>(t)) p->add_int64_data(v);
+      for (std::int64_t v : to_vector<std::int64_t>(t)) proto.add_int64_data(v);
       break;
   }
 }
@@ -100,6 +103,20 @@ void set_attribute(::onnx::NodeProto& node, const std::string& name, const std::
   a->set_name(name);
   a->set_type(::onnx::AttributeProto_AttributeType_STRINGS);
   for (const std::string& v : values) a->add_strings(v);
+}
+
+void set_attribute(::onnx::NodeProto& node, const std::string& name, const Tensor& value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  write_tensor(*a->mutable_t(), "", value);
+}
+
+void set_attribute(::onnx::NodeProto& node, const std::string& name, ::onnx::GraphProto graph) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
+  *a->mutable_g() = std::move(graph);
 }
 
 ::onnx::ModelProto checked_model(std::string_view op, ::onnx::GraphProto graph, std::int64_t opset) {

@@ -21,6 +21,8 @@ using Dim = std::variant<std::int64_t, std::string>;
 
 // `t` as a named initializer of `graph`.
 void add_initializer(::onnx::GraphProto& graph, const std::string& name, const Tensor& t);
+// `t` written into `proto` (type, dimensions, values), named `name`.
+void write_tensor(::onnx::TensorProto& proto, const std::string& name, const Tensor& t);
 // A graph input or output of element type `type` and the given dimensions.
 void add_input(::onnx::GraphProto& graph, const std::string& name, int type, const std::vector<Dim>& dims);
 void add_output(::onnx::GraphProto& graph, const std::string& name, int type, const std::vector<Dim>& dims);
@@ -32,6 +34,8 @@ void set_attribute(::onnx::NodeProto& node, const std::string& name, std::int64_
 void set_attribute(::onnx::NodeProto& node, const std::string& name, const std::string& value);
 void set_attribute(::onnx::NodeProto& node, const std::string& name, const std::vector<std::int64_t>& values);
 void set_attribute(::onnx::NodeProto& node, const std::string& name, const std::vector<std::string>& values);
+void set_attribute(::onnx::NodeProto& node, const std::string& name, const Tensor& value);  // a Constant's value
+void set_attribute(::onnx::NodeProto& node, const std::string& name, ::onnx::GraphProto graph);  // a body
 
 // A model of `graph` for the default domain at `opset`, checked by onnx::checker and by
 // ONNX's strict shape inference (ValueError naming `op` and the library's message when
