@@ -83,6 +83,25 @@ INSTANTIATE_TEST_SUITE_P(Cases, OnnxRecurrentAttributes,
                                            "gru_sequence_lens", "rnn_activations_bidirectional",
                                            "rnn_sigmoid_clip_batchwise", "rnn_sequence_lens"));
 
+// Default cells stay on the fused layer op (no scan on the tape), with sequence_lens too;
+// peepholes, clip and other activations run on scan, one per direction the fused op cannot
+// express (the bidirectional RNN's Relu direction stays fused).
+TEST(OnnxRecurrentAttributes, FusedPathForTheDefaultsScanForTheRest) {
+  const std::vector<std::pair<std::string, std::size_t>> scans_of{
+      {"lstm_sequence_lens_bidirectional", 0}, {"gru_sequence_lens", 0}, {"rnn_sequence_lens", 0},
+      {"lstm_peepholes", 1}, {"gru_activations_clip_sequence_lens", 1}, {"rnn_activations_bidirectional", 1}};
+  for (const auto& [name, scans] : scans_of) {
+    const Case c = load_case(name);
+    Tape tape;
+    std::map<std::string, Var> feed;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k)
+      feed.emplace(c.model.input_names()[k], c.inputs[k].dtype() == DType::float64 ? tape.variable(c.inputs[k])
+                                                                                       : Var(c.inputs[k]));
+    c.model.run(feed);
+    EXPECT_EQ(tape.memory_report().scans.size(), scans) << name;
+  }
+}
+
 // An RNN node naming `activations`: the bytes of its model.
 std::string rnn_with_activations(const std::vector<std::string>& activations) {
   GraphBuilder g("rnn");
