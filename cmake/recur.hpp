@@ -35,6 +35,7 @@
 
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/broadcast.hpp>
+#include <recur/ops/cast.hpp>
 #include <recur/ops/compare.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>

@@ -13,6 +13,7 @@
 
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
+#include <recur/ops/onnx/model.hpp>
 
 namespace recur::onnx::detail {
 
@@ -29,16 +30,21 @@ struct ModelState {
   std::map<std::string, Shared, std::less<>> parameter_by_name;
 };
 
-// The values visible while a graph runs: its own names, then its outer graphs'.
+// The values visible while a graph runs: its own names, then its outer graphs'; and the
+// run's options (the main graph's scope holds them, body graphs' scopes read its).
 class Scope {
  public:
-  explicit Scope(const Scope* outer = nullptr) : outer_(outer) {}
+  explicit Scope(const Scope* outer = nullptr, const RunOptions* options = nullptr)
+      : outer_(outer), options_(options ? options : outer ? outer->options_ : &defaults_) {}
+  const RunOptions& options() const { return *options_; }
   void bind(const std::string& name, Value value) { values_[name] = std::move(value); }
   // The value of `name` here or in an outer scope; nullptr when none binds it.
   const Value* find(const std::string& name) const;
 
  private:
+  static inline const RunOptions defaults_{};
   const Scope* outer_;
+  const RunOptions* options_;
   std::unordered_map<std::string, Value> values_;
 };
 

@@ -153,16 +153,17 @@ std::vector<std::string> unsupported_ops(const std::string& path) {
   return unsupported_nodes(proto, default_domain_opset(proto), false);
 }
 
-std::map<std::string, Var> Model::run(const std::map<std::string, Var>& inputs) const {
+std::map<std::string, Var> Model::run(const std::map<std::string, Var>& inputs, const RunOptions& options) const {
   for (const auto& output : state_->proto.graph().output())
     if (!output.type().has_tensor_type())
       fail<ValueError>("onnx::Model::run", state_->origin, ": output '", output.name(),
                        "' is a sequence: run_with_sequences gives it");
-  return run_with_sequences(inputs).tensors;
+  return run_with_sequences(inputs, {}, options).tensors;
 }
 
 Outputs Model::run_with_sequences(const std::map<std::string, Var>& inputs,
-                                  const std::map<std::string, std::vector<Var>>& sequence_inputs) const {
+                                  const std::map<std::string, std::vector<Var>>& sequence_inputs,
+                                  const RunOptions& options) const {
   const auto& graph = state_->proto.graph();
   // The feed is checked before anything is recorded.
   const auto input_info = [&](const std::string& name) {
@@ -183,7 +184,7 @@ Outputs Model::run_with_sequences(const std::map<std::string, Var>& inputs,
   const std::uint32_t mark = tape.size();
   std::vector<detail::Value> values;
   try {
-    detail::Scope scope;
+    detail::Scope scope(nullptr, &options);
     detail::bind_initializers(*state_, graph, scope);
     for (const auto& [name, value] : inputs) scope.bind(name, value);
     for (const auto& [name, value] : sequence_inputs) scope.bind(name, value);

@@ -32,6 +32,7 @@
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
 #include <recur/ops/onnx/error.hpp>
+#include <recur/ops/scan/types.hpp>
 
 namespace recur::onnx {
 
@@ -46,17 +47,26 @@ struct Outputs {
   std::map<std::string, std::vector<Var>> sequences;
 };
 
+// How a run records the model's Scan and Loop nodes, which run on recur's scan engine: the
+// options of every face of scan, applied to each of them (in body graphs too). A Loop that
+// carries sequences runs unrolled instead, and refuses them (UnsupportedError).
+struct RunOptions {
+  std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k iterations only
+  Checkpoint checkpoint{};              // recompute iterations instead of keeping them (types.hpp)
+};
+
 class Model {
  public:
   // Runs the graph on the current tape. `inputs` feeds graph inputs by name (a Tensor
   // converts to a constant); an input that has an initializer may be left out (its
   // parameter is read). Returns every graph output by name.
   // ValueError if a graph output is a sequence (run_with_sequences gives those).
-  std::map<std::string, Var> run(const std::map<std::string, Var>& inputs) const;
+  std::map<std::string, Var> run(const std::map<std::string, Var>& inputs, const RunOptions& options = {}) const;
   // The same for models with sequence inputs or outputs: sequence inputs are fed by name
   // in `sequence_inputs`.
   Outputs run_with_sequences(const std::map<std::string, Var>& inputs,
-                             const std::map<std::string, std::vector<Var>>& sequence_inputs = {}) const;
+                             const std::map<std::string, std::vector<Var>>& sequence_inputs = {},
+                             const RunOptions& options = {}) const;
 
   // The initializers, as parameters (in the model's order, named as in the model).
   const std::vector<Shared>& parameters() const;

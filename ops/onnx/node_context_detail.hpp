@@ -22,6 +22,8 @@ class NodeContext {
       : model_(model), node_(node), inputs_(std::move(inputs)), scope_(scope) {}
 
   const ::onnx::NodeProto& node() const { return node_; }
+  // The run's options for Scan and Loop (model.hpp).
+  const RunOptions& run_options() const { return scope_.options(); }
   std::int64_t opset() const { return model_.opset; }
   std::size_t output_count() const { return static_cast<std::size_t>(node_.output_size()); }
 

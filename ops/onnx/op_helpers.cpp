@@ -1,12 +1,15 @@
 #include <recur/ops/onnx/op_helpers_detail.hpp>
 
+#include <recur/ops/cast.hpp>
+
 namespace recur::onnx::detail {
 
 Var converted(const NodeContext& c, const Var& v, DType d) {
   if (v.dtype() == d) return v;
+  if (is_floating(v.dtype()) && is_floating(d)) return cast(v, d);  // differentiable: the gradient is cast back
   if (v.requires_grad())
     c.unsupported("converting a value that needs a gradient from ", v.dtype(), " to ", d,
-                  " (recur has no differentiable cast between dtypes)");
+                  " (an integer carries no gradient)");
   return constant(v.value().to(d));
 }
 

@@ -22,8 +22,9 @@ Var integer_via_float64(F&& f, const Var& a, const Var& b) {
   return constant(f(a.value().to(DType::float64), b.value().to(DType::float64)).to(DType::int64));
 }
 
-// `v` in dtype `d`: itself, or a converted constant. UnsupportedError (naming the node)
-// when the conversion would cut a gradient path.
+// `v` in dtype `d`: itself; between float32 and float64 recur's differentiable cast; else a
+// converted constant, UnsupportedError (naming the node) when that would cut a gradient path
+// (a float that needs a gradient made an integer).
 Var converted(const NodeContext& c, const Var& v, DType d);
 // ValueError naming the node unless a and b share a dtype.
 void check_same_dtype(const NodeContext& c, const Var& a, const Var& b);

@@ -1,15 +1,20 @@
-// ONNX's RNN, GRU and LSTM nodes on recur's fused layer ops (ops/nn/fused_recurrence.hpp):
-// the weights are cut into PyTorch's gate order with slice and concat (so gradients reach
-// the ONNX tensors), each direction is one fused op, outputs are put back in ONNX's layout.
-// Imported: hidden_size, direction (forward, reverse, bidirectional), layout, initial
-// states, GRU's linear_before_reset, activations equal to the defaults (RNN: Tanh or
-// Relu), sequence_lens equal to the full length. Not imported (UnsupportedError): other
-// activations, clip, input_forget, peepholes, shorter sequences.
+// ONNX's RNN, GRU and LSTM nodes, every attribute of opset 14. A direction whose cell is
+// one of recur's fused layer ops (ops/nn/fused_recurrence.hpp: the default activations, RNN
+// with Tanh or Relu, no clip, input_forget or peepholes) runs as that one op, its weights
+// cut into PyTorch's gate order with slice and concat (so gradients reach the ONNX
+// tensors); any other runs ONNX's equations step by step on recur's scan
+// (recurrent_cells_detail.hpp). Both are exactly differentiable. sequence_lens is the
+// layers' `lengths`: outputs past an element's length are zero, Y_h and Y_c its state
+// after its last step. Outputs are put back in ONNX's layout.
+#include <optional>
+
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/nn/fused_recurrence.hpp>
+#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/onnx/op_helpers_detail.hpp>
+#include <recur/ops/onnx/recurrent_cells_detail.hpp>
 #include <recur/ops/onnx/registry_detail.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -26,27 +31,62 @@ std::vector<std::int64_t> pytorch_gate_order(nn::CellKind kind) {
   return {0};
 }
 
+std::vector<std::string> default_activations(nn::CellKind kind) {
+  switch (kind) {
+    case nn::CellKind::lstm: return {"Sigmoid", "Tanh", "Tanh"};
+    case nn::CellKind::gru: return {"Sigmoid", "Tanh"};
+    case nn::CellKind::rnn: break;
+  }
+  return {"Tanh"};
+}
+
 // The rows of `w` (gate blocks of `hidden` rows along `axis`) in PyTorch's gate order.
 Var reorder_gates(const Var& w, nn::CellKind kind, std::int64_t hidden, std::int64_t axis) {
+  if (!w.defined()) return w;
   std::vector<Var> blocks;
   for (auto g : pytorch_gate_order(kind)) blocks.push_back(slice(w, axis, g * hidden, (g + 1) * hidden));
   return blocks.size() == 1 ? blocks[0] : concat(blocks, axis);
 }
 
-// The activations a node names must be the fused op's defaults (RNN: Tanh or Relu, the
-// same for both directions); returns the RNN's nonlinearity.
-nn::Nonlinearity check_activations(const NodeContext& c, nn::CellKind kind) {
-  const auto* a = c.attribute("activations");
-  if (!a || a->strings_size() == 0) return nn::Nonlinearity::tanh;
-  std::vector<std::string> defaults{"Tanh"};
-  if (kind == nn::CellKind::lstm) defaults = {"Sigmoid", "Tanh", "Tanh"};
-  if (kind == nn::CellKind::gru) defaults = {"Sigmoid", "Tanh"};
-  if (kind == nn::CellKind::rnn && a->strings(0) == "Relu") defaults = {"Relu"};
-  for (int i = 0; i < a->strings_size(); ++i)
-    if (a->strings(i) != defaults[static_cast<std::size_t>(i) % defaults.size()])
-      c.unsupported("activation ", a->strings(i), " at position ", i,
-                    " (imported: the defaults, and for RNN Tanh or Relu for every direction)");
-  return defaults[0] == "Relu" ? nn::Nonlinearity::relu : nn::Nonlinearity::tanh;
+// The fused op's nonlinearity when it computes `cell` (with peepholes or not), else none.
+std::optional<nn::Nonlinearity> fused_nonlinearity(const OnnxCell& cell, bool peepholes) {
+  if (cell.clip || cell.input_forget || peepholes) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& a : cell.activations) names.push_back(a.name);
+  if (cell.kind == nn::CellKind::rnn && names[0] == "Relu") return nn::Nonlinearity::relu;
+  if (names == default_activations(cell.kind)) return nn::Nonlinearity::tanh;
+  return std::nullopt;
+}
+
+// One direction on the fused op (h0, c0 [B, H]; lengths empty when every element runs T steps).
+DirectionStates fused_direction(const OnnxCell& cell, nn::Nonlinearity nonlinearity, const Var& x,
+                                const DirectionWeights& w, const Var& h0, const Var& c0, bool reverse,
+                                const std::vector<std::int64_t>& lengths) {
+  const std::int64_t hidden = h0.size(1), steps = x.size(0);
+  const nn::CellWeights pytorch{.w_ih = reorder_gates(w.w, cell.kind, hidden, 0),
+                                .w_hh = reorder_gates(w.r, cell.kind, hidden, 0),
+                                .b_ih = reorder_gates(w.wb, cell.kind, hidden, 0),
+                                .b_hh = reorder_gates(w.rb, cell.kind, hidden, 0)};
+  const nn::FusedRecurrenceOptions options{.kind = cell.kind,
+                                           .nonlinearity = nonlinearity,
+                                           .linear_before_reset = cell.linear_before_reset,
+                                           .reverse = reverse,
+                                           .lengths = lengths.empty() ? SequenceLengths() : SequenceLengths(lengths)};
+  const Var out = nn::fused_recurrence(options, x, pytorch, h0, c0);
+  const Var hs = cell.kind == nn::CellKind::lstm ? slice(out, 0, 0, steps) : out;  // [T, B, H]
+  // Past an element's length its rows hold its carried state: ONNX wants zeros there. The
+  // loop's last row is every element's final state.
+  return {nn::detail::fill_past_lengths(hs, lengths), index(hs, 0, reverse ? 0 : steps - 1),
+          cell.kind == nn::CellKind::lstm ? index(out, 0, steps) : Var()};
+}
+
+// sequence_lens as per-element lengths; empty when absent or every one is the full length.
+std::vector<std::int64_t> sequence_lengths(const NodeContext& c, std::int64_t steps) {
+  if (!c.has_input(4)) return {};
+  std::vector<std::int64_t> lengths = c.ints_input(4);
+  for (auto length : lengths)
+    if (length != steps) return lengths;
+  return {};
 }
 
 std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
@@ -56,21 +96,19 @@ std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
   const std::size_t directions = direction == "bidirectional" ? 2 : 1;
   const bool batch_first = c.int_attr("layout", 0) != 0;
   const std::int64_t hidden = c.required_int_attr("hidden_size");
-  if (c.attribute("clip")) c.unsupported("attribute clip");
-  if (c.int_attr("input_forget", 0) != 0) c.unsupported("input_forget = 1");
-  if (kind == nn::CellKind::lstm && c.has_input(7)) c.unsupported("peepholes (input P)");
-  nn::FusedRecurrenceOptions options;
-  options.kind = kind;
-  options.nonlinearity = check_activations(c, kind);
-  options.linear_before_reset = c.int_attr("linear_before_reset", 0) != 0;
+  const std::vector<Activation> activations = node_activations(c, default_activations(kind), directions);
+  const std::size_t per_direction = activations.size() / directions;
+  OnnxCell cell{.kind = kind,
+                .clip = c.attribute("clip") ? std::optional<double>(c.float_attr("clip", 0)) : std::nullopt,
+                .input_forget = kind == nn::CellKind::lstm && c.int_attr("input_forget", 0) != 0,
+                .linear_before_reset = kind == nn::CellKind::gru && c.int_attr("linear_before_reset", 0) != 0};
+  if (cell.clip && !(*cell.clip > 0)) c.invalid("clip = ", *cell.clip, "; a clip threshold is positive");
+  const bool peepholes = kind == nn::CellKind::lstm && c.has_input(7);
 
   Var x = c.input(0);
   if (batch_first) x = transpose(x, 0, 1);  // [T, B, I]
-  const std::int64_t steps = x.size(0);
-  const std::int64_t batch = x.size(1);
-  if (c.has_input(4))
-    for (auto length : c.ints_input(4))
-      if (length != steps) c.unsupported("sequence_lens shorter than the sequence (", length, " of ", steps, ")");
+  const std::int64_t steps = x.size(0), batch = x.size(1);
+  const std::vector<std::int64_t> lengths = sequence_lengths(c, steps);
   // Initial states [D, B, H] (layout 1: [B, D, H]); zeros when absent.
   const auto initial = [&](std::size_t i) -> Var {
     if (!c.has_input(i)) return constant(zeros({static_cast<std::int64_t>(directions), batch, hidden}, x.dtype()));
@@ -83,20 +121,25 @@ std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
   std::vector<Var> ys, final_h, final_c;
   for (std::size_t d = 0; d < directions; ++d) {
     const auto di = static_cast<std::int64_t>(d);
-    nn::CellWeights w{.w_ih = reorder_gates(index(c.input(1), 0, di), kind, hidden, 0),
-                      .w_hh = reorder_gates(index(c.input(2), 0, di), kind, hidden, 0)};
+    DirectionWeights w{.w = index(c.input(1), 0, di), .r = index(c.input(2), 0, di)};
     if (c.has_input(3)) {
       const Var b = index(c.input(3), 0, di);  // [Wb, Rb]
-      w.b_ih = reorder_gates(slice(b, 0, 0, gates * hidden), kind, hidden, 0);
-      w.b_hh = reorder_gates(slice(b, 0, gates * hidden, 2 * gates * hidden), kind, hidden, 0);
+      w.wb = slice(b, 0, 0, gates * hidden);
+      w.rb = slice(b, 0, gates * hidden, 2 * gates * hidden);
     }
-    options.reverse = direction == "reverse" || d == 1;
-    const Var out = nn::fused_recurrence(options, x, w, index(h0, 0, di),
-                                         kind == nn::CellKind::lstm ? index(c0, 0, di) : Var());
-    const Var hs = kind == nn::CellKind::lstm ? slice(out, 0, 0, steps) : out;  // [T, B, H]
-    ys.push_back(hs);
-    final_h.push_back(index(hs, 0, options.reverse ? 0 : steps - 1));
-    if (kind == nn::CellKind::lstm) final_c.push_back(index(out, 0, steps));
+    if (peepholes) w.p = index(c.input(7), 0, di);
+    cell.activations.assign(activations.begin() + static_cast<std::ptrdiff_t>(d * per_direction),
+                            activations.begin() + static_cast<std::ptrdiff_t>((d + 1) * per_direction));
+    const bool reverse = direction == "reverse" || d == 1;
+    const Var h0_d = index(h0, 0, di), c0_d = kind == nn::CellKind::lstm ? index(c0, 0, di) : Var();
+    const auto nonlinearity = fused_nonlinearity(cell, peepholes);
+    const DirectionStates out =
+        nonlinearity ? fused_direction(cell, *nonlinearity, x, w, h0_d, c0_d, reverse, lengths)
+                     : scan_direction(cell, x, w, h0_d, c0_d, reverse,
+                                      lengths.empty() ? SequenceLengths() : SequenceLengths(lengths));
+    ys.push_back(out.y);
+    final_h.push_back(out.h);
+    if (kind == nn::CellKind::lstm) final_c.push_back(out.c);
   }
   Var y = stack(ys, 1);               // [T, D, B, H]
   Var y_h = stack(final_h, 0);        // [D, B, H]

@@ -25,7 +25,10 @@ std::vector<Var> scan_once(const NodeContext& c, const std::vector<Var>& states,
   if (static_cast<std::size_t>(body.output_size()) < states.size())
     c.invalid("the body gives ", body.output_size(), " outputs, fewer than its ", states.size(), " states");
   const Body step = [&c, &body](std::span<const Var> args) { return c.run_tensor_body(body, args); };
-  auto result = ::recur::onnx::scan(step, states, sequences, options);
+  ScanOptions with_run_options = options;
+  with_run_options.truncate_gradient = c.run_options().truncate_gradient;
+  with_run_options.checkpoint = c.run_options().checkpoint;
+  auto result = ::recur::onnx::scan(step, states, sequences, with_run_options);
   std::vector<Var> out = std::move(result.final_states);
   out.insert(out.end(), result.scan_outputs.begin(), result.scan_outputs.end());
   return out;

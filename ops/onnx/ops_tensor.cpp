@@ -1,6 +1,7 @@
 // Ops that make tensors or read their metadata: Constant, ConstantOfShape, Shape, Size,
 // Range, Cast. Their results are constants (no gradient flows through them), except Cast
-// to the dtype a value already has.
+// between float and double (recur's cast: the gradient is cast back) and to the dtype a
+// value already has.
 #include <cmath>
 
 #include <recur/core/creation.hpp>

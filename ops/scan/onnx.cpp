@@ -4,10 +4,12 @@
 #include <recur/ops/scan/onnx.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
 
+#include <recur/core/creation.hpp>
 #include <recur/ops/scan/engine.hpp>
 
 namespace recur {
@@ -44,6 +46,31 @@ std::vector<std::int64_t> input_axes(std::string_view face, const std::vector<Va
   return axes;
 }
 
+// How many scan outputs a body returns after its `leading` values: fixed by its first call
+// (true is returned then, for the caller's checks of the count), the same at every later one.
+bool count_scan_outputs(std::string_view face, std::optional<std::size_t>& count, std::size_t returned,
+                        std::size_t leading, std::string_view leading_values) {
+  if (returned < leading)
+    fail<ValueError>(face, "the body returned ", returned, " values; it must return ", leading_values, " first");
+  if (!count) {
+    count = returned - leading;
+    return true;
+  }
+  if (returned - leading != *count)
+    fail<ValueError>(face, "the body returned ", returned - leading, " scan outputs; its first call returned ", *count);
+  return false;
+}
+
+// States j < n and scan outputs, as messages name them.
+std::function<std::string(std::size_t)> state_or_scan_output(std::size_t n) {
+  return [n](std::size_t j) { return j < n ? "state " + std::to_string(j) : "scan output " + std::to_string(j - n); };
+}
+
+void check_states(std::string_view face, const std::vector<Var>& initial_states) {
+  for (std::size_t i = 0; i < initial_states.size(); ++i)
+    if (!initial_states[i].defined()) fail<ValueError>(face, "initial_states[", i, "] is an undefined Var");
+}
+
 // onnx::scan as the entry point `face`.
 OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& o) {
@@ -53,8 +80,7 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
   check_count(face, "scan_input_directions", o.scan_input_directions.size(), m, "scan inputs");
   check_directions(face, "scan_input_directions", o.scan_input_directions);
   check_directions(face, "scan_output_directions", o.scan_output_directions);
-  for (std::size_t i = 0; i < n; ++i)
-    if (!initial_states[i].defined()) fail<ValueError>(face, "initial_states[", i, "] is an undefined Var");
+  check_states(face, initial_states);
   const std::vector<std::int64_t> axes = input_axes(face, scan_inputs, o);
 
   scan_engine::ScanProgram p;
@@ -75,9 +101,7 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
     spec.reverse_stack = entry(o.scan_output_directions, k) == 1;
     p.extra_output_specs.push_back(spec);
   }
-  p.output_name = [n](std::size_t j) {
-    return j < n ? "state " + std::to_string(j) : "scan output " + std::to_string(j - n);
-  };
+  p.output_name = state_or_scan_output(n);
 
   std::optional<std::size_t> k_outputs;
   auto step = [&](std::span<const Var> args) {
@@ -85,15 +109,9 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
     std::vector<Var> body_args(args.begin() + static_cast<std::ptrdiff_t>(m), args.end());
     body_args.insert(body_args.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(m));
     std::vector<Var> out = body(std::span<const Var>(body_args));
-    if (out.size() < n)
-      fail<ValueError>(face, "the body returned ", out.size(), " values; it must return the ", n, " states first");
-    if (!k_outputs) {
-      k_outputs = out.size() - n;
+    if (count_scan_outputs(face, k_outputs, out.size(), n, "the " + std::to_string(n) + " states")) {
       check_count(face, "scan_output_axes", o.scan_output_axes.size(), *k_outputs, "scan outputs");
       check_count(face, "scan_output_directions", o.scan_output_directions.size(), *k_outputs, "scan outputs");
-    } else if (out.size() - n != *k_outputs) {
-      fail<ValueError>(face, "the body returned ", out.size() - n, " scan outputs; its first call returned ",
-                       *k_outputs);
     }
     return StepResult(std::move(out));
   };
@@ -102,9 +120,58 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
   return r;
 }
 
+// Loop's arguments before the states: the iteration number and the condition, int64 0-d.
+Var int64_scalar(std::int64_t v) { return Var(full({}, static_cast<double>(v), DType::int64)); }
+
+OnnxLoopResult run_loop(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
+                        const OnnxLoopOptions& o) {
+  if (o.max_trip_count && *o.max_trip_count < 0)
+    fail<ValueError>(face, "max_trip_count = ", *o.max_trip_count, " is negative");
+  if (!o.max_trip_count && (o.checkpoint.automatic || o.checkpoint.revolve))
+    fail<ValueError>(face, "Checkpoint::auto_sqrt, snapshots and budget plan for the number of iterations: they need ",
+                     "max_trip_count (Checkpoint::every_k does not)");
+  check_states(face, initial_states);
+  const std::size_t n = initial_states.size();
+
+  scan_engine::ScanProgram p;
+  p.face = face;
+  p.lengths = scan_engine::Lengths::equal;
+  p.n_steps = o.cond ? o.max_trip_count.value_or(std::numeric_limits<std::int64_t>::max()) : 0;
+  p.n_steps_name = "max_trip_count";
+  scan_engine::add_carried_outputs(p, initial_states);
+  p.truncate_gradient = o.truncate_gradient;
+  p.checkpoint = o.checkpoint;
+  p.infer_extra_outputs = true;
+  p.output_name = state_or_scan_output(n);
+
+  std::int64_t iteration = 0;
+  std::optional<std::size_t> k_outputs;
+  auto step = [&](std::span<const Var> states) {
+    std::vector<Var> body_args{int64_scalar(iteration++), int64_scalar(1)};
+    body_args.insert(body_args.end(), states.begin(), states.end());
+    std::vector<Var> out = body(std::span<const Var>(body_args));
+    count_scan_outputs(face, k_outputs, out.size(), n + 1, "the condition and the " + std::to_string(n) + " states");
+    const Var& cond = out[0];
+    if (!cond.defined() || cond.numel() != 1)
+      fail<ShapeError>(face, "the condition the body returned at iteration ", iteration - 1, " has shape ",
+                       cond.defined() ? to_string(cond.shape()) : "(undefined)", "; it must be a single value");
+    const bool stop = cond.value().item<double>() == 0;
+    return StepResult(std::vector<Var>(out.begin() + 1, out.end()), {}, int64_scalar(stop ? 1 : 0));
+  };
+  OnnxLoopResult r;
+  const scan_engine::ScanRun run = scan_engine::run(step, p);
+  std::tie(r.final_states, r.scan_outputs) = scan_engine::split_outputs(run, n);
+  r.iterations = run.steps;
+  return r;
+}
+
 }  // namespace
 
 namespace onnx {
+LoopResult loop(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options) {
+  return run_loop("onnx::loop", body, initial_states, options);
+}
+
 ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
                 const ScanOptions& options) {
   return run_scan("onnx::scan", body, initial_states, scan_inputs, options);

@@ -1,6 +1,6 @@
 #pragma once
 // ONNX's face of scan: the Scan operator (opset 9 and later; version 8's batched form is the
-// same call with the time axis given as 1).
+// same call with the time axis given as 1), and the Loop operator (onnx::loop, below).
 //
 //   auto [final_states, scan_outputs] = onnx::scan(body, initial_states, scan_inputs, {...});
 //
@@ -18,6 +18,7 @@
 // states must keep their shape and dtype, and so must each scan output element (ShapeError).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -50,12 +51,42 @@ struct OnnxScanResult {
   std::vector<Var> scan_outputs;
 };
 
+// ONNX's Loop operator on the same engine:
+//
+//   auto [final_states, scan_outputs, iterations] = onnx::loop(body, initial_states, {.max_trip_count = 10});
+//
+// body receives the iteration number (an int64 0-d constant, from 0), the condition (int64
+// 1: the loop runs only while it holds) and the N states; it returns the new condition (one
+// element of any dtype; zero stops the loop after this iteration: the engine's `until`), the
+// N new states and K scan output elements, each stacked along a new axis 0. The loop runs
+// while the iteration number is below max_trip_count (absent: no bound) and the condition
+// holds; `cond` false runs no iteration (the body is then called once, nothing of it kept,
+// to learn the scan outputs' shapes). States must keep their shape and dtype, and so must
+// each scan output element (ShapeError naming it). Truncation and recomputation work as in
+// every face; the recomputing policies that plan for the number of steps (auto_sqrt,
+// snapshots, budget) need max_trip_count (ValueError otherwise), every_k does not.
+struct OnnxLoopOptions {
+  std::optional<std::int64_t> max_trip_count{};  // ONNX's M (>= 0); absent: until the condition fails
+  bool cond = true;                               // ONNX's initial cond (absent in ONNX: true)
+  std::int64_t truncate_gradient = -1;           // k >= 0: backpropagate through the last k iterations
+  Checkpoint checkpoint{};                        // recompute instead of keeping every iteration
+};
+
+struct OnnxLoopResult {
+  std::vector<Var> final_states;
+  std::vector<Var> scan_outputs;
+  std::int64_t iterations = 0;
+};
+
 namespace onnx {
 using ScanOptions = OnnxScanOptions;
 using Body = OnnxBody;
 using ScanResult = OnnxScanResult;
+using LoopOptions = OnnxLoopOptions;
+using LoopResult = OnnxLoopResult;
 ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
                 const ScanOptions& options = {});
+LoopResult loop(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options = {});
 }  // namespace onnx
 
 // The short form of onnx::scan.

@@ -57,6 +57,15 @@ std::vector<GradCase> elementwise_cases() {
       GradCase{"chain_tanh_mul_add", broadcast_pair(), [](auto x) { return tanh(x[0] * x[1] + x[0]); }}
           .covers({"tanh", "mul", "add"})
           .float32_within(1e-2, tanh_derivative_cancels),
+      // A round trip through the other floating dtype: exact from float32, the identity in
+      // float64 (finite differences in float64 cannot see through a float32 rounding;
+      // test_cast.cpp checks that direction with a suitable step).
+      GradCase{"cast", same_shape(1),
+               [](auto x) {
+                 const DType other = x[0].dtype() == DType::float64 ? DType::float32 : DType::float64;
+                 const auto there = x[0].dtype() == DType::float64 ? x[0] : cast(x[0], other);
+                 return cast(there, x[0].dtype()) * x[0];
+               }},
   };
 }
 

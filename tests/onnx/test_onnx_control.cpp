@@ -7,6 +7,7 @@
 #include <recur/recur.hpp>
 #include <recur/ops/onnx/model.hpp>
 
+#include "expect_error.hpp"
 #include "model_builder.hpp"
 #include "onnx_test_values.hpp"
 
@@ -94,6 +95,130 @@ TEST(OnnxLoop, RunsUntilCondAndGradientsReachOuterValues) {
     const auto report = check_gradients(f, {h0, W, x});
     EXPECT_TRUE(report.ok) << output << ": " << report.failure;
   }
+}
+
+// ---- Loop on the scan engine: the run's truncation and recomputation ----------------------
+
+// h' = tanh(h W + x) for M iterations (M an input), h' also a scan output; W and x are read
+// from the outer graph.
+std::string trip_count_loop_model() {
+  GraphBuilder body("body");
+  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL).input("h", {2});
+  body.output("cond_out", {}, TensorProto::BOOL).output("h_next", {2}).output("y", {2});
+  body.node("MatMul", {"h", "W"}, {"m"})
+      .node("Add", {"m", "x"}, {"a"})
+      .node("Tanh", {"a"}, {"h_next"})
+      .node("Identity", {"h_next"}, {"y"})
+      .node("Identity", {"cond_in"}, {"cond_out"});
+  GraphBuilder g("loop");
+  g.input("M", {}, TensorProto::INT64).input("h0", {2}).input("W", {2, 2}).input("x", {2});
+  g.output("hT", {2}).output("ys", {-1, 2});
+  g.node("Loop", {"M", "", "h0"}, {"hT", "ys"}, {graph_attribute("body", body.graph())});
+  return model_bytes(g.graph(), 13);
+}
+
+struct LoopGradients {
+  Tensor h0, W, x, hT;
+};
+
+LoopGradients loop_gradients(const onnx::Model& model, std::int64_t trips, const Tensor& h0, const Tensor& W,
+                             const Tensor& x, const onnx::RunOptions& options) {
+  Tape tape;
+  const Var vh0 = tape.variable(h0), vW = tape.variable(W), vx = tape.variable(x);
+  const auto out = model.run({{"M", int64_scalar(trips)}, {"h0", vh0}, {"W", vW}, {"x", vx}}, options);
+  tape.backward(sum(out.at("hT")) + sum(out.at("ys") * out.at("ys")));
+  return {vh0.grad(), vW.grad(), vx.grad(), out.at("hT").value()};
+}
+
+TEST(OnnxLoop, TruncationReachesTheLastIterationsOnly) {
+  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  const Tensor h0 = random_tensor({2}, 6), W = random_tensor({2, 2}, 7), x = random_tensor({2}, 8);
+  const auto got = loop_gradients(model, 4, h0, W, x, {.truncate_gradient = 2});
+  // By hand: the first two iterations as constants, the last two recorded; the loss reads
+  // every ys entry, but only the last two carry gradients.
+  Tape tape;
+  const Var vW = tape.variable(W), vx = tape.variable(x);
+  Tensor h = h0;
+  std::vector<Tensor> early;
+  for (int i = 0; i < 2; ++i) early.push_back(h = tanh(add(matmul(h, W), x)));
+  Var v = tape.constant(h), loss = tape.constant(zeros({}, DType::float64));
+  for (int i = 0; i < 2; ++i) {
+    v = tanh(matmul(v, vW) + vx);
+    loss = loss + sum(v * v);
+  }
+  tape.backward(sum(v) + loss);
+  expect_near(got.W, vW.grad());
+  expect_near(got.x, vx.grad());
+  expect_near(got.h0, zeros({2}, DType::float64));
+  expect_near(got.hT, v.value());
+}
+
+TEST(OnnxLoop, CheckpointingGivesTheFullGradients) {
+  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  const Tensor h0 = random_tensor({2}, 9), W = random_tensor({2, 2}, 10), x = random_tensor({2}, 11);
+  const auto full_tape = loop_gradients(model, 6, h0, W, x, {});
+  for (const Checkpoint& c : {Checkpoint::every_k(2), Checkpoint::auto_sqrt(), Checkpoint::snapshots(2)}) {
+    const auto got = loop_gradients(model, 6, h0, W, x, {.checkpoint = c});
+    expect_near(got.h0, full_tape.h0, 1e-13);
+    expect_near(got.W, full_tape.W, 1e-13);
+    expect_near(got.x, full_tape.x, 1e-13);
+  }
+  // The loop is one scan of the tape's memory report, under the policy asked for.
+  Tape tape;
+  model.run({{"M", int64_scalar(6)}, {"h0", tape.variable(h0)}, {"W", W}, {"x", x}},
+            {.checkpoint = Checkpoint::every_k(2)});
+  const auto report = tape.memory_report();
+  ASSERT_EQ(report.scans.size(), 1u);
+  EXPECT_EQ(report.scans[0].policy, ScanPolicy::every_k);
+  EXPECT_EQ(report.scans[0].steps, 6);
+}
+
+TEST(OnnxLoop, ZeroIterationsGiveEmptyScanOutputs) {
+  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  Tape tape;
+  const Tensor h0 = random_tensor({2}, 12);
+  const auto out = model.run({{"M", int64_scalar(0)}, {"h0", h0}, {"W", random_tensor({2, 2}, 13)}, {"x", h0}});
+  expect_near(out.at("hT").value(), h0);
+  EXPECT_EQ(out.at("ys").shape(), (Shape{0, 2}));
+}
+
+// A data-dependent cond with M = INT64_MAX (no bound): truncation works; the policies that
+// plan for the number of iterations ask for a trip count.
+TEST(OnnxLoop, ConditionEndedLoopTakesTruncationNotRevolve) {
+  const std::string bytes = loop_model();
+  const auto model = onnx::load_from_bytes(bytes);
+  const Tensor h0 = random_tensor({2}, 3), W = random_tensor({2, 2}, 4), x = random_tensor({2}, 5);
+  Tape tape;
+  const Var vh0 = tape.variable(h0), vW = tape.variable(W);
+  const auto out = model.run({{"h0", vh0}, {"W", vW}, {"x", x}}, {.truncate_gradient = 1});
+  tape.backward(sum(out.at("hT")));
+  expect_near(vh0.grad(), zeros({2}, DType::float64));  // three iterations, the last one kept
+  EXPECT_GT(sum(abs(vW.grad())).item<double>(), 0.0);
+  expect_error<ValueError>([&] { model.run({{"h0", h0}, {"W", W}, {"x", x}}, {.checkpoint = Checkpoint::snapshots(2)}); },
+                           {"Loop", "no trip count M", "every_k"});
+}
+
+// A carried value that grows each iteration (valid ONNX; the engine's steps keep shapes):
+// the loop runs unrolled, and refuses truncation.
+TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
+  GraphBuilder body("body");
+  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL).input("acc", {-1});
+  body.output("cond_out", {}, TensorProto::BOOL).output("acc_next", {-1});
+  body.node("Concat", {"acc", "x"}, {"acc_next"}, {int_attribute("axis", 0)})
+      .node("Identity", {"cond_in"}, {"cond_out"});
+  GraphBuilder g("growing");
+  g.input("M", {}, TensorProto::INT64).input("acc0", {1}).input("x", {1}).output("acc", {-1});
+  g.node("Loop", {"M", "", "acc0"}, {"acc"}, {graph_attribute("body", body.graph())});
+  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  Tape tape;
+  const Var x = tape.variable(tensor({2.0}, DType::float64));
+  const Var acc = model.run({{"M", int64_scalar(3)}, {"acc0", tensor({1.0}, DType::float64)}, {"x", x}}).at("acc");
+  EXPECT_EQ(to_vector<double>(acc.value()), (std::vector<double>{1, 2, 2, 2}));
+  tape.backward(sum(acc));
+  EXPECT_EQ(x.grad().item<double>(), 3.0);
+  expect_error<onnx::UnsupportedError>(
+      [&] { model.run({{"M", int64_scalar(3)}, {"acc0", tensor({1.0}, DType::float64)}, {"x", x}}, {.truncate_gradient = 1}); },
+      {"Loop", "changes the shape of a carried value", "unrolled"});
 }
 
 }  // namespace

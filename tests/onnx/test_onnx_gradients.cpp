@@ -104,5 +104,37 @@ TEST(OnnxGradients, NegativeLogLikelihoodLossMatchesFiniteDifferences) {
   expect_gradients_match(model, {"x", "w"}, {x, w}, "loss");
 }
 
+// Cast between float and double is differentiable: the gradient is cast back. A float64
+// model computing in float32 between two Casts, checked with a step the float32 rounding
+// cannot swamp.
+TEST(OnnxGradients, CastBetweenFloatAndDoubleIsDifferentiable) {
+  GraphBuilder g("cast");
+  g.input("x", {2, 3}).input("W", {3, 2}).output("y", {2, 2});
+  g.node("Cast", {"x"}, {"x32"}, {int_attribute("to", TensorProto::FLOAT)})
+      .node("Cast", {"W"}, {"W32"}, {int_attribute("to", TensorProto::FLOAT)})
+      .node("MatMul", {"x32", "W32"}, {"h"})
+      .node("Tanh", {"h"}, {"t"})
+      .node("Cast", {"t"}, {"y"}, {int_attribute("to", TensorProto::DOUBLE)});
+  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const Tensor x = random_tensor({2, 3}, 21), W = random_tensor({3, 2}, 22);
+  {
+    Tape tape;
+    const Var vx = tape.variable(x), vW = tape.variable(W);
+    const Var y = model.run({{"x", vx}, {"W", vW}}).at("y");
+    EXPECT_EQ(y.dtype(), DType::float64);
+    tape.backward(sum(y));
+    EXPECT_EQ(vx.grad().dtype(), DType::float64);
+    // By hand, in float32: d sum(tanh(x W))/dx = (1 - tanh^2) W^T.
+    const Tensor x32 = x.to(DType::float32), W32 = W.to(DType::float32);
+    const Tensor t = tanh(matmul(x32, W32));
+    const Tensor dh = sub(full(t.shape(), 1.0, DType::float32), mul(t, t));
+    expect_near(vx.grad(), matmul(dh, transpose(W32)).to(DType::float64), 1e-6);
+    expect_near(vW.grad(), matmul(transpose(x32), dh).to(DType::float64), 1e-6);
+  }
+  const auto f = [&](std::span<const Var> v) { return model.run({{"x", v[0]}, {"W", v[1]}}).at("y"); };
+  const auto report = check_gradients(f, {x, W}, {.eps = 1e-3, .rtol = 1e-3, .atol = 1e-4});
+  EXPECT_TRUE(report.ok) << report.failure;
+}
+
 }  // namespace
 }  // namespace recur::testing
