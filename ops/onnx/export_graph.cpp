@@ -4,8 +4,8 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
+#include <recur/ops/onnx/tensor_proto_detail.hpp>
 
 namespace recur::onnx::detail {
 namespace {
@@ -44,17 +44,7 @@ void write_tensor(::onnx::TensorProto& proto, const std::string& name, const Ten
   proto.set_name(name);
   proto.set_data_type(element_type(t.dtype()));
   for (std::int64_t d : t.shape()) proto.add_dims(d);
-  switch (t.dtype()) {
-    case DType::float32:
-      for (float v : to_vector<float>(t)) proto.add_float_data(v);
-      break;
-    case DType::float64:
-      for (double v : to_vector<double>(t)) proto.add_double_data(v);
-      break;
-    case DType::int64:
-      for (std::int64_t v : to_vector<std::int64_t>(t)) proto.add_int64_data(v);
-      break;
-  }
+  assign_to_proto(proto, t, name);  // the values, as saving an imported model writes them
 }
 
 void add_input(::onnx::GraphProto& graph, const std::string& name, int type, const std::vector<Dim>& dims) {

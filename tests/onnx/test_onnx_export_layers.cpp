@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <onnx/checker.h>
+#include <onnx/defs/tensor_proto_util.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <recur/ops/onnx/export_layers.hpp>
@@ -45,9 +46,11 @@ Tensor initializer(const ::onnx::GraphProto& g, const std::string& name) {
   for (const auto& t : g.initializer()) {
     if (t.name() != name) continue;
     Shape shape(t.dims().begin(), t.dims().end());
-    std::vector<double> v(t.float_data().begin(), t.float_data().end());
-    v.insert(v.end(), t.double_data().begin(), t.double_data().end());
-    return from_vector(v, shape);
+    if (t.data_type() == ::onnx::TensorProto::FLOAT) {  // ParseData reads raw_data and the typed fields
+      const std::vector<float> v = ::onnx::ParseData<float>(&t);
+      return from_vector(std::vector<double>(v.begin(), v.end()), shape);
+    }
+    return from_vector(::onnx::ParseData<double>(&t), shape);
   }
   ADD_FAILURE() << "no initializer " << name;
   return Tensor();
