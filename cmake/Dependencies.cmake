@@ -18,9 +18,12 @@ find_package(Boost 1.74 REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)
 # The ONNX importer (ops/onnx/, target recur::onnx) needs the ONNX project's library
 # (libonnx-dev: its protobuf classes and checker) and protobuf; without them it is not built.
-find_package(Protobuf QUIET)
-find_package(ONNX CONFIG QUIET)
-if(Protobuf_FOUND AND ONNX_FOUND)
+# RECUR_BUILD_ONNX=OFF leaves it out on purpose (the ThreadSanitizer build does not need it).
+if(RECUR_BUILD_ONNX)
+  find_package(Protobuf QUIET)
+  find_package(ONNX CONFIG QUIET)
+endif()
+if(RECUR_BUILD_ONNX AND Protobuf_FOUND AND ONNX_FOUND)
   set(RECUR_ONNX_FOUND TRUE)
 else()
   set(RECUR_ONNX_FOUND FALSE)
