@@ -249,5 +249,47 @@ TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
       {"Loop", "changes the shape of a carried value", "unrolled"});
 }
 
+// A carried sequence appended x[0 : i + 1] at iteration i (as test_loop13_seq): the tensors
+// change shape, so after the engine's attempt the loop runs unrolled, and refuses truncation.
+TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
+  GraphBuilder body("body");
+  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL);
+  body.input("seq_in", {}, TensorProto::DOUBLE).output("cond_out", {}, TensorProto::BOOL).output("seq_out", {});
+  body.initializer("zero", int64_tensor({0})).initializer("one", int64_scalar(1)).initializer("axes", int64_tensor({0}));
+  body.node("Add", {"i", "one"}, {"end_scalar"})
+      .node("Unsqueeze", {"end_scalar", "axes"}, {"end"})
+      .node("Slice", {"x", "zero", "end"}, {"piece"})
+      .node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"})
+      .node("Identity", {"cond_in"}, {"cond_out"});
+  GraphBuilder g("growing_pieces");
+  g.input("M", {}, TensorProto::INT64).input("x", {3}).output("y", {-1});
+  g.node("SequenceEmpty", {}, {"empty"}, {int_attribute("dtype", TensorProto::DOUBLE)})
+      .node("Loop", {"M", "", "empty"}, {"pieces"}, {graph_attribute("body", body.graph())})
+      .node("ConcatFromSequence", {"pieces"}, {"y"}, {int_attribute("axis", 0)});
+  auto graph = g.graph();
+  for (auto* type : {graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_input(2)->mutable_type(),
+                     graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_output(1)->mutable_type()}) {
+    const auto tensor = type->tensor_type();
+    *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
+  }
+  const auto model = onnx::load_from_bytes(model_bytes(graph, 13));
+  Tape tape;
+  const Var x = tape.variable(tensor({1.0, 2.0, 3.0}, DType::float64));
+  const Var y = model.run({{"M", int64_scalar(3)}, {"x", x}}).at("y");
+  EXPECT_EQ(to_vector<double>(y.value()), (std::vector<double>{1, 1, 2, 1, 2, 3}));
+  // The engine's attempt (two iterations, then a shape change) left nothing on the tape:
+  // one slice per unrolled iteration, and no scan.
+  const auto report = tape.memory_report();
+  EXPECT_TRUE(report.scans.empty());
+  std::size_t slices = 0;
+  for (const auto& op : report.ops)
+    if (op.name == "slice") slices = op.nodes;
+  EXPECT_EQ(slices, 3u);
+  tape.backward(sum(y));
+  EXPECT_EQ(to_vector<double>(x.grad()), (std::vector<double>{3, 2, 1}));
+  expect_error<onnx::UnsupportedError>([&] { model.run({{"M", int64_scalar(3)}, {"x", x}}, {.truncate_gradient = 1}); },
+                                       {"Loop", "appends tensors of changing shapes", "unrolled"});
+}
+
 }  // namespace
 }  // namespace recur::testing
