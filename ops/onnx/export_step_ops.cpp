@@ -8,11 +8,15 @@
 #include <functional>
 #include <numeric>
 
+#include <limits>
+
+#include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
+#include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
 #include <recur/ops/reduce.hpp>
@@ -24,18 +28,16 @@ namespace {
 
 using Ints = std::vector<std::int64_t>;
 
-// Equal shapes, dtypes and elements; NaN equals nothing, so no attribute is told from NaNs.
-bool identical(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
-}
-
-// One traced op while its nodes are added.
+// One traced op while its nodes are added. Its values are the graph's trace's, or while
+// find() checks a candidate on the batch trace, that one's.
 struct OpView {
   StepGraph& graph;
   const TracedOp& op;
+  mutable const StepTrace* values = nullptr;
 
-  const Tensor& x(std::size_t i) const { return graph.trace.value(op.inputs[i]); }
-  const Tensor& y() const { return graph.trace.value(op.node); }
+  const StepTrace& trace() const { return values ? *values : graph.trace; }
+  const Tensor& x(std::size_t i) const { return trace().value(op.inputs[i]); }
+  const Tensor& y() const { return trace().value(op.node); }
   std::int64_t rank() const { return x(0).rank(); }
   std::string in(std::size_t i) const { return graph.name_of(op.inputs[i]); }
   std::vector<std::string> all_inputs() const {
@@ -52,26 +54,48 @@ struct OpView {
     const std::string o = output.empty() ? out() : output;
     return add_node(graph.body, type, inputs, {o}, graph.names.unique("node_" + o));
   }
+  // A node of ONNX type `type` writing a new value named after `hint`; returns its name.
+  std::string step(const std::string& type, const std::vector<std::string>& inputs, const std::string& hint) const {
+    std::string o = temp(hint);
+    node(type, inputs, o);
+    return o;
+  }
   std::string ints(const Ints& values, const std::string& hint) const {
     return graph.constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), out() + "_" + hint);
   }
 
   // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
-  // the recorded output (on random inputs, the only one).
+  // the recorded output (on random inputs, the only one), in every trace: with a symbolic
+  // batch, one that fits the traced batch size only depends on it, which the body cannot.
   template <class C, class F>
   C find(std::string_view what, const std::vector<C>& candidates, F apply) const {
+    bool fits_one = false;
     for (const C& c : candidates) {
-      try {
-        if (identical(apply(c), y())) return c;
-      } catch (const Error&) {
-        // a candidate the op rejects for these shapes is not the one
+      bool fits_all = true;
+      for (const StepTrace* t : graph.traces()) {
+        values = t;
+        try {
+          fits_all = fits_all && identical(apply(c), y());
+        } catch (const Error&) {
+          fits_all = false;  // a candidate the op rejects for these shapes is not the one
+        }
+        fits_one = fits_one || (fits_all && t == &graph.trace);
+        if (!fits_all) break;
       }
+      values = nullptr;
+      if (fits_all) return c;
     }
     std::string shapes;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + to_string(x(i).shape());
+    if (fits_one)
+      fail<ValueError>(graph.op, "the ", what, " of op '", op.name, "' (node ", op.node, ", inputs of shapes ", shapes,
+                       ") depend on the batch size: it cannot run at another batch size (option 'batch_axis')");
     fail<ValueError>(graph.op, "cannot tell the ", what, " of op '", op.name, "' (node ", op.node,
                      ") from its inputs of shapes ", shapes, " and output of shape ", to_string(y().shape()));
   }
+
+  // The op's output shape as a body value (batch sizes computed: StepGraph::shape_of).
+  std::string out_shape() const { return graph.shape_of(op.node, op.name, out() + "_shape"); }
 };
 
 using Emit = std::function<void(const OpView&)>;
@@ -155,7 +179,7 @@ void logsumexp(const OpView& v) {
   v.node("Exp", {shifted}, exps);
   add_reduce(v, "ReduceSum", exps, axes, keep, sums);
   v.node("Log", {sums}, logs);
-  v.node("Reshape", {top, v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")}, top_out);
+  v.node("Reshape", {top, v.out_shape()}, top_out);
   v.node("Add", {logs, top_out});
 }
 
@@ -190,8 +214,8 @@ void matmul(const OpView& v) {
 }
 
 void reshape(const OpView& v) {
-  const Ints shape(v.y().shape().begin(), v.y().shape().end());
-  ::onnx::NodeProto& n = v.node("Reshape", {v.in(0), v.ints(shape, "shape")});
+  const Shape& shape = v.y().shape();
+  ::onnx::NodeProto& n = v.node("Reshape", {v.in(0), v.out_shape()});
   if (std::count(shape.begin(), shape.end(), 0) > 0) set_attribute(n, "allowzero", std::int64_t{1});
 }
 
@@ -242,26 +266,89 @@ void index_along(const OpView& v) {
   set_attribute(v.node("Gather", {v.in(0), position}), "axis", axis);
 }
 
+// The axes sum_to sums over (kept): the leading ones and those broadcast from 1.
+Ints summed_axes(const Shape& from, const Shape& to) {
+  const auto rank = static_cast<std::int64_t>(from.size()), lead = rank - static_cast<std::int64_t>(to.size());
+  Ints axes;
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (a < lead || (to[a - lead] == 1 && from[a] != 1)) axes.push_back(a);
+  return axes;
+}
+
 // sum_to: a sum over the broadcast axes (kept), then the target's shape.
 void sum_to(const OpView& v) {
-  const Shape& from = v.x(0).shape();
-  const Shape& to = v.y().shape();
-  const std::int64_t lead = v.rank() - static_cast<std::int64_t>(to.size());
-  Ints axes;
-  for (std::int64_t a = 0; a < v.rank(); ++a)
-    if (a < lead || (to[a - lead] == 1 && from[a] != 1)) axes.push_back(a);
+  const Ints axes = summed_axes(v.x(0).shape(), v.y().shape());
+  for (const StepTrace* t : v.graph.traces())
+    if (summed_axes(t->value(v.op.inputs[0]).shape(), t->value(v.op.node).shape()) != axes)
+      fail<ValueError>(v.graph.op, "the axes of op 'sum_to' (node ", v.op.node, ") depend on the batch size: it "
+                       "cannot run at another batch size (option 'batch_axis')");
   std::string summed = v.in(0);
   if (!axes.empty()) {
     summed = v.temp("summed");
     add_reduce(v, "ReduceSum", v.in(0), axes, true, summed);
   }
-  v.node("Reshape", {summed, v.ints(Ints(to.begin(), to.end()), "shape")});
+  v.node("Reshape", {summed, v.out_shape()});
 }
 
 void where(const OpView& v) {
   const std::string mask = v.temp("mask");
   set_attribute(v.node("Cast", {v.in(0)}, mask), "to", std::int64_t{::onnx::TensorProto_DataType_BOOL});
   v.node("Where", {mask, v.in(1), v.in(2)});
+}
+
+// clip's bounds are not on the tape: the recorded op, run again on -inf and +inf, gives them.
+void clip(const OpView& v) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor probe = from_vector(std::vector<double>{-inf, inf}, {2}).to(v.x(0).dtype());
+  const Tensor* probes[] = {&probe};
+  const std::optional<Tensor> bounds = TapeAccess::replay_on(*v.graph.trace.tape, v.op.node, InputList<Tensor>(probes, 1));
+  if (!bounds) fail<ValueError>(v.graph.op, "op 'clip' (node ", v.op.node, ") kept no op to read its bounds from");
+  v.node("Clip", {v.in(0), v.graph.constant(index(*bounds, 0, 0), v.out() + "_min"),
+                  v.graph.constant(index(*bounds, 0, 1), v.out() + "_max")});
+}
+
+// A cell's fused elementwise op (ops/nn/pointwise.hpp) as the ONNX ops of its equations.
+// The gate blocks of input `i` [B, gates*H] along axis 1, in PyTorch's order.
+std::vector<std::string> gate_blocks(const OpView& v, std::size_t i, std::int64_t gates, const std::string& hint) {
+  std::vector<std::string> blocks;
+  for (std::int64_t k = 0; k < gates; ++k) blocks.push_back(v.temp(hint + std::to_string(k)));
+  const Ints sizes(static_cast<std::size_t>(gates), v.x(i).size(1) / gates);
+  set_attribute(add_node(v.graph.body, "Split", {v.in(i), v.ints(sizes, hint + "_sizes")}, blocks,
+                         v.graph.names.unique("node_" + blocks[0])),
+                "axis", std::int64_t{1});
+  return blocks;
+}
+
+// act(xproj + hproj), the nonlinearity told from the output.
+void rnn_pointwise(const OpView& v) {
+  const std::vector<nn::Nonlinearity> acts{nn::Nonlinearity::tanh, nn::Nonlinearity::relu};
+  const nn::Nonlinearity act =
+      v.find("nonlinearity", acts, [&](nn::Nonlinearity a) { return nn::rnn_pointwise(v.x(0), v.x(1), a); });
+  v.node(act == nn::Nonlinearity::tanh ? "Tanh" : "Relu", {v.step("Add", {v.in(0), v.in(1)}, "sum")});
+}
+
+// gates [B, 4H] (i f g o), c [B, H] -> concat(h', c'): c' = sig(f) c + sig(i) tanh(g),
+// h' = sig(o) tanh(c').
+void lstm_pointwise(const OpView& v) {
+  const std::vector<std::string> g = gate_blocks(v, 0, 4, "gate");
+  const std::string i = v.step("Sigmoid", {g[0]}, "input_gate"), f = v.step("Sigmoid", {g[1]}, "forget_gate"),
+                    cell = v.step("Tanh", {g[2]}, "cell_gate"), o = v.step("Sigmoid", {g[3]}, "output_gate");
+  const std::string c_next =
+      v.step("Add", {v.step("Mul", {f, v.in(1)}, "kept"), v.step("Mul", {i, cell}, "written")}, "c");
+  const std::string h_next = v.step("Mul", {o, v.step("Tanh", {c_next}, "c_tanh")}, "h");
+  set_attribute(v.node("Concat", {h_next, c_next}), "axis", std::int64_t{1});
+}
+
+// xproj, hproj [B, 3H] (r z n), h [B, H] -> h' = n + z (h - n): r = sig(x_r + h_r),
+// z = sig(x_z + h_z), n = tanh(x_n + r h_n) (PyTorch's form; ONNX's other form is
+// recorded from plain ops, cells.cpp).
+void gru_pointwise(const OpView& v) {
+  const std::vector<std::string> x = gate_blocks(v, 0, 3, "x_gate"), hp = gate_blocks(v, 1, 3, "h_gate");
+  const std::string r = v.step("Sigmoid", {v.step("Add", {x[0], hp[0]}, "r_sum")}, "reset_gate");
+  const std::string z = v.step("Sigmoid", {v.step("Add", {x[1], hp[1]}, "z_sum")}, "update_gate");
+  const std::string n =
+      v.step("Tanh", {v.step("Add", {x[2], v.step("Mul", {r, hp[2]}, "reset_h")}, "n_sum")}, "candidate");
+  v.node("Add", {n, v.step("Mul", {z, v.step("Sub", {v.in(2), n}, "h_minus_n")}, "update")});
 }
 
 const std::map<std::string, Emit, std::less<>>& emitters() {
@@ -279,10 +366,12 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
     t.emplace("slice", slice);
     t.emplace("index", index_along);
     t.emplace("where", where);
+    t.emplace("clip", clip);
+    t.emplace("rnn_pointwise", rnn_pointwise);
+    t.emplace("lstm_pointwise", lstm_pointwise);
+    t.emplace("gru_pointwise", gru_pointwise);
     t.emplace("sum_to", sum_to);
-    t.emplace("broadcast_to", [](const OpView& v) {
-      v.node("Expand", {v.in(0), v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")});
-    });
+    t.emplace("broadcast_to", [](const OpView& v) { v.node("Expand", {v.in(0), v.out_shape()}); });
     t.emplace("sum", reduce("ReduceSum", &recur::sum));
     t.emplace("max", reduce("ReduceMax", &recur::max));
     t.emplace("min", reduce("ReduceMin", &recur::min));
@@ -308,6 +397,10 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
 
 }  // namespace
 
+bool identical(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
+}
+
 std::string Names::unique(const std::string& hint) {
   std::string name = hint;
   for (int k = 2; used_.contains(name); ++k) name = hint + "_" + std::to_string(k);
@@ -319,7 +412,7 @@ const std::string& StepGraph::name_of(std::uint32_t node) {
   if (auto it = value_names.find(node); it != value_names.end()) return it->second;
   if (trace.kind(node) != TracedKind::constant)
     fail<ValueError>(op, "node ", node, " of the step is used before it is computed");  // a bug, not the user's
-  return value_names.emplace(node, constant(trace.value(node), "const")).first->second;
+  return value_names.emplace(node, constant_of(node)).first->second;
 }
 
 std::string StepGraph::constant(const Tensor& value, const std::string& hint) {
@@ -337,7 +430,7 @@ void add_op(StepGraph& graph, const TracedOp& op) {
                            "), which has no ONNX form here; exported ops: ", known);
   }
   graph.value_names.emplace(op.node, graph.names.unique(op.name));
-  it->second(OpView{graph, op});
+  it->second(OpView{graph, op, nullptr});
 }
 
 std::vector<std::string_view> exportable_ops() {
