@@ -1,14 +1,15 @@
 // Each recur op a scan's step records, as ONNX nodes of the body (export_step_ops_detail.hpp).
 // An op's attributes are not on the tape: they are found as the one candidate value that,
 // applied with recur's own op to the op's recorded (random) inputs, gives its recorded
-// output exactly.
+// output exactly (a clip's bounds, which no finite input need show, by running the
+// recorded op again on infinities). The cells' fused ops: export_step_cells.cpp.
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
-
 #include <limits>
+#include <numeric>
+#include <optional>
 
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
@@ -16,89 +17,15 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/linalg.hpp>
-#include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
+#include <recur/ops/onnx/export_op_view_detail.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
 #include <recur/ops/softmax.hpp>
 
 namespace recur::onnx::detail {
 namespace {
-
-using Ints = std::vector<std::int64_t>;
-
-// One traced op while its nodes are added. Its values are the graph's trace's, or while
-// find() checks a candidate on the batch trace, that one's.
-struct OpView {
-  StepGraph& graph;
-  const TracedOp& op;
-  mutable const StepTrace* values = nullptr;
-
-  const StepTrace& trace() const { return values ? *values : graph.trace; }
-  const Tensor& x(std::size_t i) const { return trace().value(op.inputs[i]); }
-  const Tensor& y() const { return trace().value(op.node); }
-  std::int64_t rank() const { return x(0).rank(); }
-  std::string in(std::size_t i) const { return graph.name_of(op.inputs[i]); }
-  std::vector<std::string> all_inputs() const {
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) names.push_back(in(i));
-    return names;
-  }
-  const std::string& out() const { return graph.value_names.at(op.node); }
-  std::string temp(const std::string& hint) const { return graph.names.unique(out() + "_" + hint); }
-
-  // A node of ONNX type `type` writing `output` (the op's own output by default).
-  ::onnx::NodeProto& node(const std::string& type, const std::vector<std::string>& inputs,
-                          const std::string& output = "") const {
-    const std::string o = output.empty() ? out() : output;
-    return add_node(graph.body, type, inputs, {o}, graph.names.unique("node_" + o));
-  }
-  // A node of ONNX type `type` writing a new value named after `hint`; returns its name.
-  std::string step(const std::string& type, const std::vector<std::string>& inputs, const std::string& hint) const {
-    std::string o = temp(hint);
-    node(type, inputs, o);
-    return o;
-  }
-  std::string ints(const Ints& values, const std::string& hint) const {
-    return graph.constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), out() + "_" + hint);
-  }
-
-  // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
-  // the recorded output (on random inputs, the only one), in every trace: with a symbolic
-  // batch, one that fits the traced batch size only depends on it, which the body cannot.
-  template <class C, class F>
-  C find(std::string_view what, const std::vector<C>& candidates, F apply) const {
-    bool fits_one = false;
-    for (const C& c : candidates) {
-      bool fits_all = true;
-      for (const StepTrace* t : graph.traces()) {
-        values = t;
-        try {
-          fits_all = fits_all && identical(apply(c), y());
-        } catch (const Error&) {
-          fits_all = false;  // a candidate the op rejects for these shapes is not the one
-        }
-        fits_one = fits_one || (fits_all && t == &graph.trace);
-        if (!fits_all) break;
-      }
-      values = nullptr;
-      if (fits_all) return c;
-    }
-    std::string shapes;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + to_string(x(i).shape());
-    if (fits_one)
-      fail<ValueError>(graph.op, "the ", what, " of op '", op.name, "' (node ", op.node, ", inputs of shapes ", shapes,
-                       ") depend on the batch size: it cannot run at another batch size (option 'batch_axis')");
-    fail<ValueError>(graph.op, "cannot tell the ", what, " of op '", op.name, "' (node ", op.node,
-                     ") from its inputs of shapes ", shapes, " and output of shape ", to_string(y().shape()));
-  }
-
-  // The op's output shape as a body value (batch sizes computed: StepGraph::shape_of).
-  std::string out_shape() const { return graph.shape_of(op.node, op.name, out() + "_shape"); }
-};
-
-using Emit = std::function<void(const OpView&)>;
 
 Emit same_inputs(std::string type) {
   return [type](const OpView& v) { v.node(type, v.all_inputs()); };
@@ -307,53 +234,9 @@ void clip(const OpView& v) {
                   v.graph.constant(index(*bounds, 0, 1), v.out() + "_max")});
 }
 
-// A cell's fused elementwise op (ops/nn/pointwise.hpp) as the ONNX ops of its equations.
-// The gate blocks of input `i` [B, gates*H] along axis 1, in PyTorch's order.
-std::vector<std::string> gate_blocks(const OpView& v, std::size_t i, std::int64_t gates, const std::string& hint) {
-  std::vector<std::string> blocks;
-  for (std::int64_t k = 0; k < gates; ++k) blocks.push_back(v.temp(hint + std::to_string(k)));
-  const Ints sizes(static_cast<std::size_t>(gates), v.x(i).size(1) / gates);
-  set_attribute(add_node(v.graph.body, "Split", {v.in(i), v.ints(sizes, hint + "_sizes")}, blocks,
-                         v.graph.names.unique("node_" + blocks[0])),
-                "axis", std::int64_t{1});
-  return blocks;
-}
-
-// act(xproj + hproj), the nonlinearity told from the output.
-void rnn_pointwise(const OpView& v) {
-  const std::vector<nn::Nonlinearity> acts{nn::Nonlinearity::tanh, nn::Nonlinearity::relu};
-  const nn::Nonlinearity act =
-      v.find("nonlinearity", acts, [&](nn::Nonlinearity a) { return nn::rnn_pointwise(v.x(0), v.x(1), a); });
-  v.node(act == nn::Nonlinearity::tanh ? "Tanh" : "Relu", {v.step("Add", {v.in(0), v.in(1)}, "sum")});
-}
-
-// gates [B, 4H] (i f g o), c [B, H] -> concat(h', c'): c' = sig(f) c + sig(i) tanh(g),
-// h' = sig(o) tanh(c').
-void lstm_pointwise(const OpView& v) {
-  const std::vector<std::string> g = gate_blocks(v, 0, 4, "gate");
-  const std::string i = v.step("Sigmoid", {g[0]}, "input_gate"), f = v.step("Sigmoid", {g[1]}, "forget_gate"),
-                    cell = v.step("Tanh", {g[2]}, "cell_gate"), o = v.step("Sigmoid", {g[3]}, "output_gate");
-  const std::string c_next =
-      v.step("Add", {v.step("Mul", {f, v.in(1)}, "kept"), v.step("Mul", {i, cell}, "written")}, "c");
-  const std::string h_next = v.step("Mul", {o, v.step("Tanh", {c_next}, "c_tanh")}, "h");
-  set_attribute(v.node("Concat", {h_next, c_next}), "axis", std::int64_t{1});
-}
-
-// xproj, hproj [B, 3H] (r z n), h [B, H] -> h' = n + z (h - n): r = sig(x_r + h_r),
-// z = sig(x_z + h_z), n = tanh(x_n + r h_n) (PyTorch's form; ONNX's other form is
-// recorded from plain ops, cells.cpp).
-void gru_pointwise(const OpView& v) {
-  const std::vector<std::string> x = gate_blocks(v, 0, 3, "x_gate"), hp = gate_blocks(v, 1, 3, "h_gate");
-  const std::string r = v.step("Sigmoid", {v.step("Add", {x[0], hp[0]}, "r_sum")}, "reset_gate");
-  const std::string z = v.step("Sigmoid", {v.step("Add", {x[1], hp[1]}, "z_sum")}, "update_gate");
-  const std::string n =
-      v.step("Tanh", {v.step("Add", {x[2], v.step("Mul", {r, hp[2]}, "reset_h")}, "n_sum")}, "candidate");
-  v.node("Add", {n, v.step("Mul", {z, v.step("Sub", {v.in(2), n}, "h_minus_n")}, "update")});
-}
-
-const std::map<std::string, Emit, std::less<>>& emitters() {
-  static const std::map<std::string, Emit, std::less<>> table = [] {
-    std::map<std::string, Emit, std::less<>> t;
+const Emitters& emitters() {
+  static const Emitters table = [] {
+    Emitters t;
     for (const auto& [recur_op, onnx_op] : std::vector<std::pair<std::string, std::string>>{
              {"add", "Add"}, {"sub", "Sub"}, {"mul", "Mul"}, {"div", "Div"}, {"pow", "Pow"},
              {"maximum", "Max"}, {"minimum", "Min"}, {"neg", "Neg"}, {"exp", "Exp"}, {"log", "Log"},
@@ -367,9 +250,7 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
     t.emplace("index", index_along);
     t.emplace("where", where);
     t.emplace("clip", clip);
-    t.emplace("rnn_pointwise", rnn_pointwise);
-    t.emplace("lstm_pointwise", lstm_pointwise);
-    t.emplace("gru_pointwise", gru_pointwise);
+    add_cell_emitters(t);
     t.emplace("sum_to", sum_to);
     t.emplace("broadcast_to", [](const OpView& v) { v.node("Expand", {v.in(0), v.out_shape()}); });
     t.emplace("sum", reduce("ReduceSum", &recur::sum));
