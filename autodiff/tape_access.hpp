@@ -3,6 +3,7 @@
 // record.hpp), ops that record nodes themselves (random draws), and constructs built on the
 // tape (scan: scopes, released ranges, cut gradients). Users call Tape's public members.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,14 @@ class TapeAccess {
   // Asks the innermost scope that checks inputs (if any) whether op `op` may use `inputs`.
   static void check_inputs(const Tape& tape, std::string_view op, std::span<const std::uint32_t> inputs) {
     tape.check_inputs(op, inputs);
+  }
+  // Op node `id`'s forward run again on other input values: how the ONNX export of a scan
+  // reads attributes the tape does not show off the recorded op (a clip's bounds, from
+  // infinite inputs). nullopt when the node kept no op (a leaf, a constant, no gradient).
+  static std::optional<Tensor> replay_on(const Tape& tape, std::uint32_t id, const InputList<Tensor>& inputs) {
+    const detail::OpBox& op = tape.nodes_[id].op;
+    if (!op) return std::nullopt;
+    return op.replay(inputs);
   }
   // Drops the nodes recorded after the first `size`: how a composite op that fails
   // halfway leaves the tape as it found it (see transactional() in record.hpp).
