@@ -27,6 +27,8 @@ class TapeAccess {
                   bool requires_grad) {
     return tape.push(std::move(value), inputs, std::move(op), requires_grad);
   }
+  // Output k >= 1 of the multi-output op at node `main` (record_outputs in record.hpp).
+  static Var push_output(Tape& tape, Tensor value, std::uint32_t main, std::size_t k);
   static Var handle(const Tape& tape, std::uint32_t id) { return tape.handle(id); }
   static bool owns(const Tape& tape, const Var& v) { return tape.owns(v); }
   // Asks the innermost scope that checks inputs (if any) whether op `op` may use `inputs`.
