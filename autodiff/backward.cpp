@@ -114,7 +114,11 @@ void Tape::check_not_consumed(const Var& output) const {
   reached[hi - lo] = 1;
   for (std::uint32_t i = hi + 1; i-- > lo;) {
     const detail::Node& n = nodes_[i];
-    if (!reached[i - lo] || !n.op || n.cut) continue;
+    if (!reached[i - lo] || n.cut) continue;
+    if (!n.op) {  // a leaf, or another output of an op whose rule comes with its node
+      if (n.output > 0 && n.inputs[0] >= lo) reached[n.inputs[0] - lo] = 1;
+      continue;
+    }
     if (n.consumed)
       fail<GradientError>("backward", "the output (node ", hi, " of this tape) depends on op '", n.op.name(), "' (node ", i,
                           "), which an earlier backward already ran through and delivered the gradients of; "

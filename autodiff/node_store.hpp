@@ -20,6 +20,9 @@ struct Node {
   bool requires_grad = false;
   bool cut = false;               // gradients reaching this node are dropped (truncated BPTT)
   bool consumed = false;          // a backward without retain_graph ran this node's rule
+  // k > 0: output k of the multi-output op at inputs[0] (record_outputs, autodiff/record.hpp);
+  // no op of its own: backward hands its gradient to that op's rule.
+  std::uint8_t output = 0;
 };
 
 // Nodes in chunks that never move, so an op may record new nodes (create_graph) while its

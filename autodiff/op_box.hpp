@@ -61,6 +61,10 @@ struct BackwardArgs {
   const V& output;                      // the op's output
   std::span<const std::uint8_t> needs;  // needs[i]: input i wants a gradient
   detail::GradSink* sink = nullptr;     // plain backward only; see add_in_place (ops/define.hpp)
+  // An op with several outputs (record_outputs, autodiff/record.hpp): grad and output are
+  // its first; more_grads[k - 1] the gradient of output k, undefined where none reached it
+  // (the rule reads that as zero; grad is then zeros).
+  std::span<const V> more_grads{};
   bool needs_grad(std::size_t i) const { return needs[i] != 0; }
 };
 

@@ -3,6 +3,7 @@
 // pass on the tape (grad with create_graph), so gradients can be differentiated again.
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <recur/autodiff/backward_observer.hpp>
@@ -45,7 +46,7 @@ class PassGrads {
   using Grad = G;
   PassGrads(Tape& tape, std::uint32_t hi) : tape_(tape), grads_(hi + 1) {}
 
-  bool reached(std::uint32_t i) const { return is_defined(grads_[i]); }
+  bool reached(std::uint32_t i) const { return is_defined(grads_[i]) || (!more_.empty() && more_.contains(i)); }
   G take(std::uint32_t i) {
     G g = std::move(grads_[i]);
     grads_[i] = G();
@@ -53,7 +54,25 @@ class PassGrads {
     return g;
   }
   void add(std::uint32_t i, G g) { accumulate(grads_[i], std::move(g)); }
+  // The gradient of output k >= 1 of the multi-output op at node `main`, for its rule.
+  void add_more(std::uint32_t main, std::size_t k, G g) {
+    Grads<G>& more = more_[main];
+    if (more.size() < k) more.resize(k);
+    accumulate(more[k - 1], std::move(g));
+  }
+  Grads<G> take_more(std::uint32_t main) {
+    if (more_.empty()) return {};
+    const auto it = more_.find(main);
+    if (it == more_.end()) return {};
+    Grads<G> more = std::move(it->second);
+    more_.erase(it);
+    return more;
+  }
   void seed(std::uint32_t i, Tensor g) { add(i, from_tensor<G>(tape_, std::move(g))); }
+  G zeros_like(std::uint32_t i) const {
+    const Tensor& v = TapeAccess::node_value(tape_, i);
+    return from_tensor<G>(tape_, zeros(v.shape(), v.dtype()));
+  }
 
   // grad(): keep the gradients of `inputs` (those at or below hi) as the pass reaches them.
   void keep_gradients_of(std::span<const Var> inputs) {
@@ -80,6 +99,7 @@ class PassGrads {
   std::vector<G> grads_;
   std::vector<std::int32_t> kept_slot_;  // node -> index into kept_, -1 when not asked for
   std::vector<G> kept_;
+  std::unordered_map<std::uint32_t, Grads<G>> more_;  // multi-output op node -> its other outputs' gradients
 };
 
 // Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
@@ -145,11 +165,13 @@ class TensorMode : public PassGrads<Tensor> {
   void at_leaf(const Tensor& g, Deliver&& deliver) const {
     if (to_leaves_) deliver(g);
   }
-  Grads<Tensor> backward(const detail::Node& n, std::uint32_t, const Tensor& g, std::span<const std::uint8_t> needs) {
+  Grads<Tensor> backward(const detail::Node& n, std::uint32_t, const Tensor& g, std::span<const std::uint8_t> needs,
+                         std::span<const Tensor> more) {
     boost::container::small_vector<const Tensor*, 4> inputs;
     for (std::uint32_t in : n.inputs) inputs.push_back(&TapeAccess::node_value(tape_, in));
     InputGrads sink(grads_, tape_, n);
-    return n.op.backward(BackwardArgs<Tensor>{g, InputList<Tensor>(inputs.data(), inputs.size()), n.value, needs, &sink});
+    return n.op.backward(
+        BackwardArgs<Tensor>{g, InputList<Tensor>(inputs.data(), inputs.size()), n.value, needs, &sink, more});
   }
 
  private:
@@ -168,13 +190,14 @@ class VarMode : public PassGrads<Var> {
 
   template <class Deliver>
   void at_leaf(const Var&, Deliver&&) const {}
-  Grads<Var> backward(const detail::Node& n, std::uint32_t i, const Var& g, std::span<const std::uint8_t> needs) {
+  Grads<Var> backward(const detail::Node& n, std::uint32_t i, const Var& g, std::span<const std::uint8_t> needs,
+                      std::span<const Var> more) {
     boost::container::small_vector<Var, 4> handles;
     for (std::uint32_t in : n.inputs) handles.push_back(TapeAccess::handle(tape_, in));
     boost::container::small_vector<const Var*, 4> inputs;
     for (const Var& h : handles) inputs.push_back(&h);
     const Var out = TapeAccess::handle(tape_, i);
-    return n.op.backward(BackwardArgs<Var>{g, InputList<Var>(inputs.data(), inputs.size()), out, needs, nullptr});
+    return n.op.backward(BackwardArgs<Var>{g, InputList<Var>(inputs.data(), inputs.size()), out, needs, nullptr, more});
   }
 };
 
@@ -193,17 +216,24 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
     if (released) released->release_above(i);
     mode.passing(i);
     if (!mode.reached(i)) continue;
-    const auto g = mode.take(i);
+    auto g = mode.take(i);
     const detail::Node& n = nodes_[i];
+    if (n.output > 0) {  // another output of a multi-output op: that op's rule takes its gradient
+      if (!n.cut) mode.add_more(n.inputs[0], n.output, std::move(g));
+      continue;
+    }
     if (!n.op) {  // leaves (Shared reads) receive their gradient even below a cut
       mode.at_leaf(g, [&](const Tensor& t) { accumulate_into_leaf(n, t); });
       continue;
     }
     if (n.cut) continue;
     if (released) released->ensure_node(n, i);
+    const auto more = mode.take_more(i);
+    if (!is_defined(g)) g = mode.zeros_like(i);  // only its other outputs' gradients reached the op
     boost::container::small_vector<std::uint8_t, 4> needs;
     for (std::uint32_t in : n.inputs) needs.push_back(in >= lo && nodes_[in].requires_grad);
-    auto gs = mode.backward(n, i, g, std::span<const std::uint8_t>(needs.data(), needs.size()));
+    auto gs = mode.backward(n, i, g, std::span<const std::uint8_t>(needs.data(), needs.size()),
+                            std::span(more.data(), more.size()));
     if (mode.consumes()) consume(i);
     mode.after_rule();
     if (released) released->ensure_inputs(n);  // a rule that ran a pass of its own may have released them

@@ -5,6 +5,8 @@
 // input needs a gradient, the node keeps only the value.
 #include <array>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include <boost/container/small_vector.hpp>
 
@@ -31,9 +33,10 @@ Var record(Op op, const Vs&... inputs) {
                           needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), needs);
 }
 
-// For ops with a variable number of inputs: Op::forward takes std::span<const Tensor>.
-template <class Op>
-Var record_list(Op op, std::span<const Var> inputs) {
+namespace detail {
+// record_list's node; after_forward(op) runs between the forward and the push.
+template <class Op, class AfterForward>
+Var record_list_node(Op& op, std::span<const Var> inputs, AfterForward&& after_forward) {
   boost::container::small_vector<const Var*, 8> ptrs;
   for (const auto& v : inputs) ptrs.push_back(&v);
   Tape& tape = detail::common_tape(Op::name, std::span<const Var* const>(ptrs.data(), ptrs.size()));
@@ -48,8 +51,32 @@ Var record_list(Op op, std::span<const Var> inputs) {
   needs = needs && grad_enabled();
   TapeAccess::check_inputs(tape, Op::name, std::span<const std::uint32_t>(ids.data(), ids.size()));
   Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
+  after_forward(std::as_const(op));
   return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
                           needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
+}
+}  // namespace detail
+
+// For ops with a variable number of inputs: Op::forward takes std::span<const Tensor>.
+template <class Op>
+Var record_list(Op op, std::span<const Var> inputs) {
+  return detail::record_list_node(op, inputs, [](const Op&) {});
+}
+
+// For ops with several outputs, one node each: Op::forward (as for record_list) returns the
+// first and `std::vector<Tensor> Op::more_outputs() const`, called right after it, the
+// others. Backward runs the op's rule once, with the gradients of all of them
+// (BackwardArgs::more_grads), however many reached the op. The other outputs' nodes keep
+// their values for good (replaying the op, as a released checkpoint segment does,
+// remakes only the first).
+template <class Op>
+std::vector<Var> record_outputs(Op op, std::span<const Var> inputs) {
+  std::vector<Tensor> more;
+  std::vector<Var> outputs{detail::record_list_node(op, inputs, [&](const Op& o) { more = o.more_outputs(); })};
+  Tape& tape = outputs[0].tape();
+  for (std::size_t k = 0; k < more.size(); ++k)
+    outputs.push_back(TapeAccess::push_output(tape, std::move(more[k]), outputs[0].id(), k + 1));
+  return outputs;
 }
 
 // Runs f(), a composite op that records several nodes on `tape`; if it throws, the nodes it

@@ -51,6 +51,18 @@ Var Tape::push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBo
   return handle(nodes_.size() - 1);
 }
 
+Var TapeAccess::push_output(Tape& tape, Tensor value, std::uint32_t main, std::size_t k) {
+  // Under NoGrad, or when no input needs a gradient, the op kept no rule: a plain value.
+  const bool linked = static_cast<bool>(tape.nodes_[main].op);
+  Var v = tape.push(std::move(value), {}, {}, linked);
+  if (linked) {
+    detail::Node& n = tape.nodes_[v.id()];
+    n.inputs.assign(1, main);
+    n.output = static_cast<std::uint8_t>(k);
+  }
+  return v;
+}
+
 Var Tape::constant(Tensor value) {
   if (!value.defined()) fail<ValueError>("Tape::constant", "the tensor is undefined");
   return push(std::move(value), {}, {}, false);

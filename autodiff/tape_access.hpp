@@ -3,6 +3,7 @@
 // record.hpp), ops that record nodes themselves (random draws), and constructs built on the
 // tape (scan: scopes, released ranges, cut gradients). Users call Tape's public members.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -26,11 +27,21 @@ class TapeAccess {
                   bool requires_grad) {
     return tape.push(std::move(value), inputs, std::move(op), requires_grad);
   }
+  // Output k >= 1 of the multi-output op at node `main` (record_outputs in record.hpp).
+  static Var push_output(Tape& tape, Tensor value, std::uint32_t main, std::size_t k);
   static Var handle(const Tape& tape, std::uint32_t id) { return tape.handle(id); }
   static bool owns(const Tape& tape, const Var& v) { return tape.owns(v); }
   // Asks the innermost scope that checks inputs (if any) whether op `op` may use `inputs`.
   static void check_inputs(const Tape& tape, std::string_view op, std::span<const std::uint32_t> inputs) {
     tape.check_inputs(op, inputs);
+  }
+  // Op node `id`'s forward run again on other input values: how the ONNX export of a scan
+  // reads attributes the tape does not show off the recorded op (a clip's bounds, from
+  // infinite inputs). nullopt when the node kept no op (a leaf, a constant, no gradient).
+  static std::optional<Tensor> replay_on(const Tape& tape, std::uint32_t id, const InputList<Tensor>& inputs) {
+    const detail::OpBox& op = tape.nodes_[id].op;
+    if (!op) return std::nullopt;
+    return op.replay(inputs);
   }
   // Drops the nodes recorded after the first `size`: how a composite op that fails
   // halfway leaves the tape as it found it (see transactional() in record.hpp).

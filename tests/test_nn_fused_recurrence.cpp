@@ -226,6 +226,82 @@ TEST(FusedRecurrence, RecordedGradientEqualsThePlainOne) {
   }
 }
 
+// fused_recurrence_split: the LSTM's final cell state as a second output of the op
+// (autodiff/record.hpp's record_outputs) gives the packed result's values and, whichever
+// outputs the loss reads, the same gradients bit for bit, plain and recorded.
+TEST(FusedRecurrence, SplitOutputsMatchThePackedResult) {
+  Generator gen(17);
+  const std::int64_t steps = 5;
+  const Case c{CellKind::lstm, Nonlinearity::tanh, false, true, -1};
+  const Inputs v = make_inputs(c, steps, 3, 2, 3, gen);
+  const Tensor zero_rows = zeros({steps, 3, 3}, f64), zero_row = zeros({3, 3}, f64);
+  for (bool reverse : {false, true})
+    for (int reads : {0, 1, 2}) {  // the outputs and c_n, the outputs only, c_n only
+      const std::string what = std::string(reverse ? "reverse, " : "") + "reads " + std::to_string(reads);
+      // The packed weight's rows 0..T-1 weigh the outputs, row T c_n; unread ones are zero.
+      const Tensor w_rows = reads == 2 ? zero_rows : slice(v.weight, 0, 0, steps);
+      const Tensor w_cell = reads == 1 ? zero_row : index(v.weight, 0, steps);
+      const Tensor weight = concat({w_rows, unsqueeze(w_cell, 0)}, 0);
+      std::vector<Tensor> grads[2];
+      for (bool create_graph : {false, true})
+        for (bool split : {false, true}) {
+          Tape tape;
+          const Var x = tape.variable(v.x), w_hh = tape.variable(v.w_hh), c0 = tape.variable(v.c0);
+          const CellWeights w{tape.variable(v.w_ih), w_hh, tape.constant(v.b_ih), tape.constant(v.b_hh)};
+          const FusedRecurrenceOptions o{.reverse = reverse, .lengths = std::vector<std::int64_t>{5, 2, 4}};
+          const Var h0 = tape.constant(v.h0);
+          Var loss;
+          if (split) {
+            const FusedOutputs r = fused_recurrence_split(o, x, w, h0, c0);
+            const Var packed = fused_recurrence(o, tape.constant(v.x), w, h0, c0);  // values only
+            EXPECT_EQ(max_abs_diff(r.outputs.value(), slice(packed.value(), 0, 0, steps)), 0.0) << what;
+            EXPECT_EQ(max_abs_diff(r.c_n.value(), index(packed.value(), 0, steps)), 0.0) << what;
+            const Var on_outputs = sum(r.outputs * tape.constant(w_rows)), on_cell = sum(r.c_n * tape.constant(w_cell));
+            loss = reads == 0 ? on_outputs + on_cell : (reads == 1 ? on_outputs : on_cell);
+          } else {
+            loss = sum(fused_recurrence(o, x, w, h0, c0) * tape.constant(weight));
+          }
+          std::vector<Tensor> g;
+          for (const Var& d : grad(std::span<const Var>(&loss, 1), std::vector<Var>{x, w_hh, c0},
+                                   {}, {.create_graph = create_graph}))
+            g.push_back(d.value());
+          if (!split) {
+            grads[create_graph] = g;
+            continue;
+          }
+          for (std::size_t i = 0; i < g.size(); ++i) {
+            EXPECT_GT(max_abs_diff(g[i], zeros_like(g[i])), 0.0) << what << ", gradient " << i;
+            // The recorded backward differentiates the scan of cells: equal to rounding.
+            EXPECT_LE(max_abs_diff(g[i], grads[create_graph][i]), create_graph ? 1e-13 : 0.0)
+                << what << ", gradient " << i;
+          }
+        }
+    }
+}
+
+// The cell state's node hands its gradient to the op's rule: it is a gradient grad() can
+// ask for, and a backward that ran the rule consumed it for a later backward from c_n.
+TEST(FusedRecurrence, SplitCellStateIsAnOutputOfTheSameNode) {
+  Generator gen(18);
+  const Inputs v = make_inputs({CellKind::lstm, Nonlinearity::tanh, false, false, -1}, 3, 2, 2, 2, gen);
+  Tape tape;
+  const Var w_hh = tape.variable(v.w_hh);
+  const FusedOutputs r =
+      fused_recurrence_split({}, tape.constant(v.x), {tape.constant(v.w_ih), w_hh}, tape.constant(v.h0),
+                             tape.constant(v.c0));
+  const Var loss = sum(r.c_n * 3.0) + sum(r.outputs);
+  EXPECT_EQ(max_abs_diff(grad(loss, r.c_n).value(), full({2, 2}, 3.0, f64)), 0.0);
+  tape.backward(loss);
+  EXPECT_GT(max_abs_diff(w_hh.grad(), zeros_like(w_hh.grad())), 0.0);
+  EXPECT_THROW(tape.backward(sum(r.c_n)), GradientError);
+  {
+    NoGrad off;
+    const FusedOutputs constant = fused_recurrence_split({}, tape.constant(v.x), {tape.constant(v.w_ih), w_hh},
+                                                         tape.constant(v.h0), tape.constant(v.c0));
+    EXPECT_EQ(max_abs_diff(constant.c_n.value(), r.c_n.value()), 0.0);
+  }
+}
+
 TEST(FusedRecurrence, SecondBackwardThroughTheSameNodeRecomputes) {
   Generator gen(12);
   for (const Case& c : {Case{CellKind::lstm, Nonlinearity::tanh, false, true, -1},

@@ -24,6 +24,7 @@ struct FusedSaved {
   Tensor cells;  // LSTM: [segments - 1, B, H]: c after loop steps interval - 1, 2 interval - 1, ...
   std::int64_t interval = 1;
   Tensor hn;  // GRU, PyTorch's form: [T, B, H]
+  Tensor final_cell;  // LSTM with the cell state apart (fused_recurrence_split): c_T [B, H]
 };
 
 // The segment length for T steps: ceil(sqrt(T)).

@@ -10,12 +10,14 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <recur/autodiff/record.hpp>
 #include <recur/core/blas.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
+#include <recur/ops/indexing.hpp>
 #include <recur/ops/nn/cell_kernels_detail.hpp>
 #include <recur/ops/nn/cell_replay_detail.hpp>
 #include <recur/ops/nn/fused_recurrence_detail.hpp>
@@ -47,9 +49,12 @@ struct FusedRecurrence {
   FusedRecurrenceOptions options;
   std::vector<std::int64_t> lengths;  // checked options.lengths; empty: every element runs every step
   std::int8_t c0_at = -1, b_ih_at = -1, b_hh_at = -1;  // input positions after x, w_ih, w_hh, h0
+  // LSTM: the final cell state as a second output (fused_recurrence_split), not as row T.
+  bool cell_apart = false;
   std::shared_ptr<detail::FusedSaved> saved = std::make_shared<detail::FusedSaved>();
 
   bool lstm() const { return options.kind == CellKind::lstm; }
+  bool packs_cell() const { return lstm() && !cell_apart; }  // the output's row T is c_T
   bool gru() const { return options.kind == CellKind::gru; }
   bool keeps_activations() const { return options.kind != CellKind::rnn; }
   // ONNX's GRU: the candidate's product reads r h, not h.
@@ -62,6 +67,7 @@ struct FusedRecurrence {
       if (!runs(t, b)) std::copy(src + b * n, src + (b + 1) * n, dst + b * n);
   }
   Grads<Tensor> saved_tensors() const { return {saved->act, saved->cells, saved->hn}; }
+  std::vector<Tensor> more_outputs() const { return {saved->final_cell}; }  // record_outputs, cell apart only
   void drop_saved() const { *saved = detail::FusedSaved{}; }  // a released checkpoint segment: replay remakes them
 
   Tensor forward(std::span<const Tensor> in) const {
@@ -115,7 +121,7 @@ struct FusedRecurrence {
     T* p = pre.data<T>();
     blas::gemm(false, true, steps * batch, gh, width, T(1), x.data<T>(), width, w_ih.data<T>(), width, T(0), p, gh);
     const std::vector<T> bias = bias_row<T>(in, gh);
-    Tensor out = lstm() || gru() ? Tensor::empty({steps + (lstm() ? 1 : 0), batch, n}, x.dtype()) : pre;
+    Tensor out = lstm() || gru() ? Tensor::empty({steps + (packs_cell() ? 1 : 0), batch, n}, x.dtype()) : pre;
     const std::int64_t interval = detail::replay_interval(steps);
     Tensor cells = lstm() ? Tensor::empty({(steps - 1) / interval, batch, n}, x.dtype()) : Tensor();
     std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * hrows) : 0);  // c_{t-1} and c_t
@@ -152,10 +158,11 @@ struct FusedRecurrence {
       hp = ht;
     }
     if (lstm()) {
-      std::copy(cp, cp + hrows, h + steps * hrows);  // the final cell state, row T
-      *saved = {pre, cells, interval, Tensor()};
+      Tensor final_cell = cell_apart ? Tensor::empty({batch, n}, x.dtype()) : Tensor();
+      std::copy(cp, cp + hrows, cell_apart ? final_cell.data<T>() : h + steps * hrows);  // or row T
+      *saved = {pre, cells, interval, Tensor(), final_cell};
     }
-    if (gru()) *saved = {pre, Tensor(), 1, hn};
+    if (gru()) *saved = {pre, Tensor(), 1, hn, Tensor()};
     return out;
   }
 
@@ -205,7 +212,9 @@ struct FusedRecurrence {
     Tensor drec = gru() && !reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.gh}, in[0].dtype()) : dgates;
     Tensor reset_h = reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.n}, in[0].dtype()) : Tensor();
     const detail::GateGradients<T> d{dgates.data<T>(), drec.data<T>(), reset_h.defined() ? reset_h.data<T>() : nullptr};
-    const StateGradients states = backward_data<T>(geo, in, a.output, a.grad, d, a.needs_grad(3));
+    // The final cell state's gradient: row T of grad, or apart (undefined when none reached it).
+    const Tensor& cell_grad = packs_cell() ? a.grad[geo.steps] : (a.more_grads.empty() ? Tensor() : a.more_grads[0]);
+    const StateGradients states = backward_data<T>(geo, in, a.output, a.grad, cell_grad, d, a.needs_grad(3));
     if (keeps_activations()) *saved = detail::FusedSaved{};  // now gradients, no longer activations
 
     auto wants = [&](std::int8_t at) { return at >= 0 && a.needs_grad(static_cast<std::size_t>(at)); };
@@ -228,10 +237,12 @@ struct FusedRecurrence {
   // d.input [T, B, G*H] (the saved activations of an LSTM or GRU; for an RNN any buffer)
   // into the gradients of the pre-activations in place, fills a GRU's d.recurrent and
   // d.reset_h, and yields the gradients reaching h0 and c0 (zero when truncation keeps
-  // them out of reach; h0's computed only if want_h0).
+  // them out of reach; h0's computed only if want_h0). grad: the outputs' rows (from 0);
+  // cell_grad: an LSTM's final cell state's [B, H], undefined for zero.
   template <class T>
   StateGradients backward_data(const FusedGeometry& geo, std::span<const Tensor> in, const Tensor& output,
-                               const Tensor& grad, const detail::GateGradients<T>& d, bool want_h0) const {
+                               const Tensor& grad, const Tensor& cell_grad, const detail::GateGradients<T>& d,
+                               bool want_h0) const {
     const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, gh = geo.gh, lo = geo.lo;
     const std::int64_t rows = batch * gh, hrows = batch * n;
     T *dg = d.input, *drec = d.recurrent;
@@ -257,7 +268,7 @@ struct FusedRecurrence {
     if (geo.count() > 0) {
       const T* row = up + geo.time_of(steps - 1) * hrows;
       std::copy(row, row + hrows, dh.begin());
-      if (lstm()) std::copy(up + steps * hrows, up + (steps + 1) * hrows, dc);
+      if (cell_grad.defined()) std::copy(cell_grad.data<T>(), cell_grad.data<T>() + hrows, dc);
     }
     std::optional<detail::CellReplay<T>> cells;
     if (lstm())
@@ -362,7 +373,15 @@ struct FusedRecurrence {
     std::vector<Var> wanted;
     for (std::size_t i = 0; i < in.size(); ++i)
       if (a.needs_grad(i)) wanted.push_back(in[i]);
-    const Var total = sum(out * a.grad);
+    Var total;
+    if (!cell_apart) {
+      total = sum(out * a.grad);
+    } else {  // the scan's result is packed: rows 0..T-1, then the final cell state's row T
+      const std::int64_t steps = a.inputs[0].size(0);
+      total = sum(slice(out, 0, 0, steps) * a.grad);
+      if (!a.more_grads.empty() && a.more_grads[0].defined())
+        total = total + sum(index(out, 0, steps) * a.more_grads[0]);
+    }
     const std::vector<Var> gs = grad(std::span<const Var>(&total, 1), wanted, {}, {.create_graph = true});
     Grads<Var> g(a.inputs.size());
     for (std::size_t i = 0, next = 0; i < a.inputs.size(); ++i)
@@ -385,10 +404,9 @@ void check_arguments(const FusedRecurrenceOptions& o, const Var& x, const CellWe
                      " is not supported: truncate whole chunks instead (nn::tbptt)");
 }
 
-}  // namespace
-
-Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
-                     const Var& c0) {
+// The checked op and its inputs, for either result layout.
+std::pair<FusedRecurrence, std::vector<Var>> make_op(const FusedRecurrenceOptions& options, const Var& x,
+                                                     const CellWeights& w, const Var& h0, const Var& c0) {
   check_arguments(options, x, w, h0, c0);
   FusedRecurrence op{options, detail::checked_lengths(FusedRecurrence::name, options.lengths, x.shape(), 0, 1)};
   std::vector<Var> inputs{x, w.w_ih, w.w_hh, h0};
@@ -400,7 +418,24 @@ Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const 
   if (options.kind == CellKind::lstm) add(c0, op.c0_at);
   add(w.b_ih, op.b_ih_at);
   add(w.b_hh, op.b_hh_at);
+  return {std::move(op), std::move(inputs)};
+}
+
+}  // namespace
+
+Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
+                     const Var& c0) {
+  auto [op, inputs] = make_op(options, x, w, h0, c0);
   return record_list(std::move(op), inputs);
+}
+
+FusedOutputs fused_recurrence_split(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w,
+                                    const Var& h0, const Var& c0) {
+  auto [op, inputs] = make_op(options, x, w, h0, c0);
+  if (!op.lstm()) return {record_list(std::move(op), inputs), Var()};
+  op.cell_apart = true;
+  const std::vector<Var> outputs = record_outputs(std::move(op), inputs);
+  return {outputs[0], outputs[1]};
 }
 
 }  // namespace recur::nn

@@ -52,4 +52,16 @@ struct FusedRecurrenceOptions {
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
                      const Var& c0 = Var());
 
+// The same op with an LSTM's final cell state as an output of its own (an op with two
+// outputs, autodiff/record.hpp's record_outputs) instead of row T: `outputs` [T, B, H] is
+// fused_recurrence's rows 0..T-1 and `c_n` [B, H] its row T (undefined for an RNN or GRU,
+// whose result is fused_recurrence's). What the layers use: a loss over the outputs hands
+// its gradient to the op as it is, where a slice of the packed rows would first copy it
+// into a zero-padded [T + 1, B, H] buffer. Same arguments and errors.
+struct FusedOutputs {
+  Var outputs, c_n;
+};
+FusedOutputs fused_recurrence_split(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w,
+                                    const Var& h0, const Var& c0 = Var());
+
 }  // namespace recur::nn

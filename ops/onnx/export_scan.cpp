@@ -18,16 +18,10 @@ constexpr std::int64_t kOpset = 16;
 
 using detail::Dim;
 
-std::vector<Dim> dims_of(const Shape& shape) { return std::vector<Dim>(shape.begin(), shape.end()); }
-
-// `shape` as graph dimensions with the scan axis a symbolic T: in place of axis `axis` (a
-// scan input), or inserted there (a stacked scan output).
-std::vector<Dim> dims_along_t(const Shape& shape, std::int64_t axis, bool inserted) {
-  std::vector<Dim> dims;
-  for (std::int64_t k = 0; k <= static_cast<std::int64_t>(shape.size()); ++k) {
-    if (k == axis) dims.emplace_back(std::string("T"));
-    if (k < static_cast<std::int64_t>(shape.size()) && (inserted || k != axis)) dims.emplace_back(shape[k]);
-  }
+// A step value's dimensions with a symbolic T inserted at the scan axis: a scan input's or
+// a stacked scan output's.
+std::vector<Dim> with_t(std::vector<Dim> dims, std::int64_t axis) {
+  dims.insert(dims.begin() + axis, Dim(std::string("T")));
   return dims;
 }
 
@@ -67,6 +61,7 @@ struct ScanGraph {
   detail::Names names{};
   ::onnx::GraphProto graph{};
 
+  detail::BatchTrace* batch = nullptr;  // with options.batch_axis, once traced
   std::size_t n = states.size(), m = sequences.size();
   std::vector<std::int64_t> input_axes = per_value(options.scan.scan_input_axes, m, 0, "scan_input_axes");
   std::vector<std::int64_t> input_directions =
@@ -95,6 +90,45 @@ struct ScanGraph {
     return examples;
   }
 
+  // With a symbolic batch: the batch size, checked the same along the batch axis of every
+  // step example, and the examples at one more batch element (integer ones, token ids,
+  // repeat their own along the batch).
+  std::pair<std::int64_t, std::vector<Tensor>> wider_examples(const std::vector<Tensor>& examples) const {
+    std::int64_t size = -1;
+    std::vector<Tensor> wider;
+    for (std::size_t k = 0; k < examples.size(); ++k) {
+      const Tensor& e = examples[k];
+      const std::string what = k < n ? "state " + std::to_string(k) : "scan input " + std::to_string(k - n);
+      if (e.rank() == 0) fail<ValueError>(kOp, "option 'batch_axis': ", what, " is a scalar, with no batch axis");
+      const std::int64_t axis = normalize_axis(kOp, *options.batch_axis, e.shape(), "batch_axis");
+      if (size >= 0 && e.size(axis) != size)
+        fail<ValueError>(kOp, "option 'batch_axis' = ", *options.batch_axis, ": ", what, " (step shape ",
+                         to_string(e.shape()), ") has ", e.size(axis), " there, state or scan input 0 ", size);
+      size = e.size(axis);
+      if (size == 0) fail<ValueError>(kOp, "option 'batch_axis': the examples' batch is empty");
+      std::vector<std::int64_t> rows;
+      for (std::int64_t r = 0; r <= size; ++r) rows.push_back(r % size);
+      wider.push_back(recur::take(e, from_vector(rows, {size + 1}), axis));
+    }
+    return {size, wider};
+  }
+
+  // The graph dimensions of traced node `node`'s value: sizes that scale with the batch as
+  // `batch_name` (or "k*batch_name").
+  std::vector<Dim> dims_of(const detail::StepTrace& trace, std::uint32_t node, const std::string& what) const {
+    const Shape& shape = trace.value(node).shape();
+    const std::vector<std::int64_t> factors = detail::batch_factors(trace, batch, node);
+    std::vector<Dim> dims;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+      if (factors[k] < 0)
+        fail<ValueError>(kOp, what, " has shape ", to_string(shape), " at batch size ", batch->size,
+                         ": a size that changes with the batch but is no multiple of it (option 'batch_axis')");
+      if (factors[k] == 0) dims.emplace_back(shape[k]);
+      else dims.emplace_back((factors[k] == 1 ? "" : std::to_string(factors[k]) + "*") + options.batch_name);
+    }
+    return dims;
+  }
+
   void check_states(const detail::StepTrace& trace) {
     if (trace.outputs.size() < n)
       fail<ValueError>(kOp, "the step returns ", trace.outputs.size(), " values for ", n, " states");
@@ -115,7 +149,7 @@ struct ScanGraph {
                                const std::vector<std::string>& outputs) {
     ::onnx::GraphProto body_graph;
     body_graph.set_name(options.graph_name + "_body");
-    detail::StepGraph step{trace, body_graph, names, kOp};
+    detail::StepGraph step{trace, body_graph, names, kOp, {}, batch};
     for (const auto& [node, shared] : trace.parameters) {
       const std::string name = names.unique(shared.name().empty() ? "parameter" : shared.name());
       detail::add_initializer(graph, name, shared.value());
@@ -124,15 +158,16 @@ struct ScanGraph {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& value = trace.value(trace.inputs[i]);
       const std::string name = names.unique("body_" + inputs[i]);
-      detail::add_input(body_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
+      detail::add_input(body_graph, name, detail::element_type(value.dtype()), dims_of(trace, trace.inputs[i], name));
       step.value_names.emplace(trace.inputs[i], name);
+      if (batch && i == 0) batch->source = name;  // the batch size the body runs at, read off its shape
     }
     for (const detail::TracedOp& op : trace.ops) detail::add_op(step, op);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const Tensor& value = trace.value(trace.outputs[i]);
       const std::string name = names.unique("body_" + outputs[i]);
       detail::add_node(body_graph, "Identity", {step.name_of(trace.outputs[i])}, {name}, names.unique("node_" + name));
-      detail::add_output(body_graph, name, detail::element_type(value.dtype()), dims_of(value.shape()));
+      detail::add_output(body_graph, name, detail::element_type(value.dtype()), dims_of(trace, trace.outputs[i], name));
     }
     return body_graph;
   }
@@ -141,26 +176,41 @@ struct ScanGraph {
   void add_graph_values(const detail::StepTrace& trace, const std::vector<std::string>& inputs,
                         const std::vector<std::string>& outputs, std::vector<std::int64_t>& output_axes) {
     for (std::size_t i = 0; i < n; ++i)
-      detail::add_input(graph, inputs[i], detail::element_type(states[i].dtype()), dims_of(states[i].shape()));
+      detail::add_input(graph, inputs[i], detail::element_type(states[i].dtype()),
+                        dims_of(trace, trace.inputs[i], inputs[i]));
     for (std::size_t j = 0; j < m; ++j) {
       detail::add_input(graph, inputs[n + j], detail::element_type(sequences[j].dtype()),
-                        dims_along_t(sequences[j].shape(), input_axes[j], false));
+                        with_t(dims_of(trace, trace.inputs[n + j], inputs[n + j]), input_axes[j]));
     }
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const Tensor& value = trace.value(trace.outputs[i]);
-      std::vector<Dim> dims = dims_of(value.shape());
+      std::vector<Dim> dims = dims_of(trace, trace.outputs[i], outputs[i]);
       if (i >= n) {
         std::int64_t& axis = output_axes[i - n];
         axis = normalize_axis(kOp, axis, value.shape(), "scan_output_axes", 1);
-        dims = dims_along_t(value.shape(), axis, true);
+        dims = with_t(std::move(dims), axis);
       }
       detail::add_output(graph, outputs[i], detail::element_type(value.dtype()), dims);
     }
   }
 
   ::onnx::GraphProto build() {
-    const detail::StepTrace trace = detail::trace_step(kOp, body, step_examples());
+    const std::vector<Tensor> examples = step_examples();
+    const detail::StepTrace trace = detail::trace_step(kOp, body, examples);
     check_states(trace);
+    // A symbolic batch: the step traced again at one more batch element, the same ops.
+    std::optional<detail::StepTrace> wider;
+    std::optional<detail::BatchTrace> batch_trace;
+    if (options.batch_axis) {
+      auto [size, wider_inputs] = wider_examples(examples);
+      wider.emplace(detail::trace_step(kOp, body, wider_inputs));
+      if (const std::string what = detail::op_difference(trace, *wider); !what.empty())
+        fail<ValueError>(kOp, "option 'batch_axis': the step records other ops at batch size ", size + 1, " than at ",
+                         size, " (", what, "): an ONNX body cannot");
+      const std::int64_t axis = normalize_axis(kOp, *options.batch_axis, examples[0].shape(), "batch_axis");
+      batch_trace.emplace(detail::BatchTrace{*wider, size, "", axis, ""});
+      batch = &*batch_trace;
+    }
     const std::size_t k = trace.outputs.size() - n;
     std::vector<std::int64_t> output_axes = per_value(options.scan.scan_output_axes, k, 0, "scan_output_axes");
     const std::vector<std::int64_t> output_directions =

@@ -1,7 +1,8 @@
 #pragma once
 // ONNX export of a scan: the step function of recur::onnx::scan (ONNX's face of scan,
 // ops/scan/onnx.hpp) written as an ONNX model of opset 16 with one Scan node, whose body
-// graph is the ops the step records.
+// graph is the ops the step records (a cell's fused op, nn::LSTMCell's, as the ops of its
+// equations).
 //
 //   recur::onnx::Body step = [&](std::span<const Var> s) -> std::vector<Var> {
 //     Var h = tanh(matmul(s[1], W) + matmul(s[0], U) + b);   // s[0] the state, s[1] x_t
@@ -28,8 +29,11 @@
 // not strict is unrolled into the body), a random draw, control flow on values or a value
 // computed without gradient (a comparison mask): the step is traced twice on different
 // random values and must record the same ops and constants.
+// With options.batch_axis the batch is symbolic too: the step is traced once more at
+// another batch size, which tells the sizes that scale with the batch.
 // Every model passes onnx::checker::check_model and ONNX's strict shape inference.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +53,15 @@ struct ScanExportOptions {
   std::vector<std::string> final_state_names{};
   std::vector<std::string> scan_output_names{};
   std::string graph_name = "recur_scan";
+  // A batch of any size: the axis that is the batch in every state and every scan input's
+  // step element (its scan axis taken out: 0 for states [B, H] and x_t [B, I] of a
+  // sequence [T, B, I] or [B, T, I]), all of one size. It is the dimension `batch_name` of
+  // the graph's and the body's inputs and outputs, and the shapes the step's ops were traced
+  // with (reshape, broadcast_to, constants of the batch's size) are computed in the body
+  // from the batch it runs at; an op that cannot be is a ValueError naming it. Unset: every
+  // size but T is the example's.
+  std::optional<std::int64_t> batch_axis{};
+  std::string batch_name = "batch";
 };
 
 // The checked model of a scan of `body` over states like `initial_states` and scan inputs

@@ -1,13 +1,17 @@
 // Each recur op a scan's step records, as ONNX nodes of the body (export_step_ops_detail.hpp).
 // An op's attributes are not on the tape: they are found as the one candidate value that,
 // applied with recur's own op to the op's recorded (random) inputs, gives its recorded
-// output exactly.
+// output exactly (a clip's bounds, which no finite input need show, by running the
+// recorded op again on infinities). The cells' fused ops: export_step_cells.cpp.
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
+#include <optional>
 
+#include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
 #include <recur/ops/indexing.hpp>
@@ -15,66 +19,13 @@
 #include <recur/ops/linalg.hpp>
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
+#include <recur/ops/onnx/export_op_view_detail.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
 #include <recur/ops/softmax.hpp>
 
 namespace recur::onnx::detail {
 namespace {
-
-using Ints = std::vector<std::int64_t>;
-
-// Equal shapes, dtypes and elements; NaN equals nothing, so no attribute is told from NaNs.
-bool identical(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
-}
-
-// One traced op while its nodes are added.
-struct OpView {
-  StepGraph& graph;
-  const TracedOp& op;
-
-  const Tensor& x(std::size_t i) const { return graph.trace.value(op.inputs[i]); }
-  const Tensor& y() const { return graph.trace.value(op.node); }
-  std::int64_t rank() const { return x(0).rank(); }
-  std::string in(std::size_t i) const { return graph.name_of(op.inputs[i]); }
-  std::vector<std::string> all_inputs() const {
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) names.push_back(in(i));
-    return names;
-  }
-  const std::string& out() const { return graph.value_names.at(op.node); }
-  std::string temp(const std::string& hint) const { return graph.names.unique(out() + "_" + hint); }
-
-  // A node of ONNX type `type` writing `output` (the op's own output by default).
-  ::onnx::NodeProto& node(const std::string& type, const std::vector<std::string>& inputs,
-                          const std::string& output = "") const {
-    const std::string o = output.empty() ? out() : output;
-    return add_node(graph.body, type, inputs, {o}, graph.names.unique("node_" + o));
-  }
-  std::string ints(const Ints& values, const std::string& hint) const {
-    return graph.constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), out() + "_" + hint);
-  }
-
-  // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
-  // the recorded output (on random inputs, the only one).
-  template <class C, class F>
-  C find(std::string_view what, const std::vector<C>& candidates, F apply) const {
-    for (const C& c : candidates) {
-      try {
-        if (identical(apply(c), y())) return c;
-      } catch (const Error&) {
-        // a candidate the op rejects for these shapes is not the one
-      }
-    }
-    std::string shapes;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + to_string(x(i).shape());
-    fail<ValueError>(graph.op, "cannot tell the ", what, " of op '", op.name, "' (node ", op.node,
-                     ") from its inputs of shapes ", shapes, " and output of shape ", to_string(y().shape()));
-  }
-};
-
-using Emit = std::function<void(const OpView&)>;
 
 Emit same_inputs(std::string type) {
   return [type](const OpView& v) { v.node(type, v.all_inputs()); };
@@ -155,7 +106,7 @@ void logsumexp(const OpView& v) {
   v.node("Exp", {shifted}, exps);
   add_reduce(v, "ReduceSum", exps, axes, keep, sums);
   v.node("Log", {sums}, logs);
-  v.node("Reshape", {top, v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")}, top_out);
+  v.node("Reshape", {top, v.out_shape()}, top_out);
   v.node("Add", {logs, top_out});
 }
 
@@ -190,8 +141,8 @@ void matmul(const OpView& v) {
 }
 
 void reshape(const OpView& v) {
-  const Ints shape(v.y().shape().begin(), v.y().shape().end());
-  ::onnx::NodeProto& n = v.node("Reshape", {v.in(0), v.ints(shape, "shape")});
+  const Shape& shape = v.y().shape();
+  ::onnx::NodeProto& n = v.node("Reshape", {v.in(0), v.out_shape()});
   if (std::count(shape.begin(), shape.end(), 0) > 0) set_attribute(n, "allowzero", std::int64_t{1});
 }
 
@@ -242,20 +193,28 @@ void index_along(const OpView& v) {
   set_attribute(v.node("Gather", {v.in(0), position}), "axis", axis);
 }
 
+// The axes sum_to sums over (kept): the leading ones and those broadcast from 1.
+Ints summed_axes(const Shape& from, const Shape& to) {
+  const auto rank = static_cast<std::int64_t>(from.size()), lead = rank - static_cast<std::int64_t>(to.size());
+  Ints axes;
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (a < lead || (to[a - lead] == 1 && from[a] != 1)) axes.push_back(a);
+  return axes;
+}
+
 // sum_to: a sum over the broadcast axes (kept), then the target's shape.
 void sum_to(const OpView& v) {
-  const Shape& from = v.x(0).shape();
-  const Shape& to = v.y().shape();
-  const std::int64_t lead = v.rank() - static_cast<std::int64_t>(to.size());
-  Ints axes;
-  for (std::int64_t a = 0; a < v.rank(); ++a)
-    if (a < lead || (to[a - lead] == 1 && from[a] != 1)) axes.push_back(a);
+  const Ints axes = summed_axes(v.x(0).shape(), v.y().shape());
+  for (const StepTrace* t : v.graph.traces())
+    if (summed_axes(t->value(v.op.inputs[0]).shape(), t->value(v.op.node).shape()) != axes)
+      fail<ValueError>(v.graph.op, "the axes of op 'sum_to' (node ", v.op.node, ") depend on the batch size: it "
+                       "cannot run at another batch size (option 'batch_axis')");
   std::string summed = v.in(0);
   if (!axes.empty()) {
     summed = v.temp("summed");
     add_reduce(v, "ReduceSum", v.in(0), axes, true, summed);
   }
-  v.node("Reshape", {summed, v.ints(Ints(to.begin(), to.end()), "shape")});
+  v.node("Reshape", {summed, v.out_shape()});
 }
 
 void where(const OpView& v) {
@@ -264,9 +223,20 @@ void where(const OpView& v) {
   v.node("Where", {mask, v.in(1), v.in(2)});
 }
 
-const std::map<std::string, Emit, std::less<>>& emitters() {
-  static const std::map<std::string, Emit, std::less<>> table = [] {
-    std::map<std::string, Emit, std::less<>> t;
+// clip's bounds are not on the tape: the recorded op, run again on -inf and +inf, gives them.
+void clip(const OpView& v) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor probe = from_vector(std::vector<double>{-inf, inf}, {2}).to(v.x(0).dtype());
+  const Tensor* probes[] = {&probe};
+  const std::optional<Tensor> bounds = TapeAccess::replay_on(*v.graph.trace.tape, v.op.node, InputList<Tensor>(probes, 1));
+  if (!bounds) fail<ValueError>(v.graph.op, "op 'clip' (node ", v.op.node, ") kept no op to read its bounds from");
+  v.node("Clip", {v.in(0), v.graph.constant(index(*bounds, 0, 0), v.out() + "_min"),
+                  v.graph.constant(index(*bounds, 0, 1), v.out() + "_max")});
+}
+
+const Emitters& emitters() {
+  static const Emitters table = [] {
+    Emitters t;
     for (const auto& [recur_op, onnx_op] : std::vector<std::pair<std::string, std::string>>{
              {"add", "Add"}, {"sub", "Sub"}, {"mul", "Mul"}, {"div", "Div"}, {"pow", "Pow"},
              {"maximum", "Max"}, {"minimum", "Min"}, {"neg", "Neg"}, {"exp", "Exp"}, {"log", "Log"},
@@ -279,10 +249,10 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
     t.emplace("slice", slice);
     t.emplace("index", index_along);
     t.emplace("where", where);
+    t.emplace("clip", clip);
+    add_cell_emitters(t);
     t.emplace("sum_to", sum_to);
-    t.emplace("broadcast_to", [](const OpView& v) {
-      v.node("Expand", {v.in(0), v.ints(Ints(v.y().shape().begin(), v.y().shape().end()), "shape")});
-    });
+    t.emplace("broadcast_to", [](const OpView& v) { v.node("Expand", {v.in(0), v.out_shape()}); });
     t.emplace("sum", reduce("ReduceSum", &recur::sum));
     t.emplace("max", reduce("ReduceMax", &recur::max));
     t.emplace("min", reduce("ReduceMin", &recur::min));
@@ -308,6 +278,10 @@ const std::map<std::string, Emit, std::less<>>& emitters() {
 
 }  // namespace
 
+bool identical(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
+}
+
 std::string Names::unique(const std::string& hint) {
   std::string name = hint;
   for (int k = 2; used_.contains(name); ++k) name = hint + "_" + std::to_string(k);
@@ -319,7 +293,7 @@ const std::string& StepGraph::name_of(std::uint32_t node) {
   if (auto it = value_names.find(node); it != value_names.end()) return it->second;
   if (trace.kind(node) != TracedKind::constant)
     fail<ValueError>(op, "node ", node, " of the step is used before it is computed");  // a bug, not the user's
-  return value_names.emplace(node, constant(trace.value(node), "const")).first->second;
+  return value_names.emplace(node, constant_of(node)).first->second;
 }
 
 std::string StepGraph::constant(const Tensor& value, const std::string& hint) {
@@ -337,7 +311,7 @@ void add_op(StepGraph& graph, const TracedOp& op) {
                            "), which has no ONNX form here; exported ops: ", known);
   }
   graph.value_names.emplace(op.node, graph.names.unique(op.name));
-  it->second(OpView{graph, op});
+  it->second(OpView{graph, op, nullptr});
 }
 
 std::vector<std::string_view> exportable_ops() {

@@ -124,11 +124,7 @@ StepTrace trace_once(std::string_view op, const OnnxBody& body, const std::vecto
 
 // What differs between two traces of one step, or "" when nothing does.
 std::string difference(const StepTrace& a, const StepTrace& b) {
-  if (a.tape->size() != b.tape->size() || a.ops.size() != b.ops.size() || a.outputs != b.outputs)
-    return "it records different ops for different values (control flow on values?)";
-  for (std::size_t k = 0; k < a.ops.size(); ++k)
-    if (a.ops[k].name != b.ops[k].name || a.ops[k].inputs != b.ops[k].inputs || a.ops[k].node != b.ops[k].node)
-      return "op '" + a.ops[k].name + "' differs between runs on different values (control flow on values?)";
+  if (std::string ops = op_difference(a, b); !ops.empty()) return ops + " for different values (control flow on values?)";
   for (std::uint32_t n = 0; n < a.tape->size(); ++n)
     if (a.kind(n) == TracedKind::constant && !identical(a.value(n), b.value(n)))
       return "node " + std::to_string(n) + " is a constant computed from the step's inputs (a comparison mask or "
@@ -137,6 +133,15 @@ std::string difference(const StepTrace& a, const StepTrace& b) {
 }
 
 }  // namespace
+
+std::string op_difference(const StepTrace& a, const StepTrace& b) {
+  if (a.tape->size() != b.tape->size() || a.ops.size() != b.ops.size() || a.outputs != b.outputs)
+    return "it records different ops";
+  for (std::size_t k = 0; k < a.ops.size(); ++k)
+    if (a.ops[k].name != b.ops[k].name || a.ops[k].inputs != b.ops[k].inputs || a.ops[k].node != b.ops[k].node)
+      return "op '" + a.ops[k].name + "' (node " + std::to_string(a.ops[k].node) + ") differs";
+  return "";
+}
 
 TracedKind StepTrace::kind(std::uint32_t node) const {
   if (std::find(inputs.begin(), inputs.end(), node) != inputs.end()) return TracedKind::input;

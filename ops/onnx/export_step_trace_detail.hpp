@@ -54,4 +54,7 @@ struct StepTrace {
 // is not strict is seen op by op, unrolled).
 StepTrace trace_step(std::string_view op, const OnnxBody& body, const std::vector<Tensor>& input_examples);
 
+// "" when two traces record the same ops on the same nodes, else what differs.
+std::string op_difference(const StepTrace& a, const StepTrace& b);
+
 }  // namespace recur::onnx::detail

@@ -15,6 +15,17 @@ bool is_computed(const Value& v) { return !std::holds_alternative<Var>(v) || std
 
 std::vector<Value> values_of(const std::vector<Var>& vars) { return {vars.begin(), vars.end()}; }
 
+// A Gather or Slice of a scan output that stands in for the stacked one (a Scan or Loop
+// ran it with Keep::last, last_reads_detail.hpp) gives its last element.
+std::optional<Value> read_stand_in(const ModelState& model, const ::onnx::NodeProto& node, const Scope& scope,
+                                   std::span<const Value> inputs) {
+  if (!model.last_reads.readers.count(&node)) return std::nullopt;
+  const auto axis = scope.last_only_axis(node.input(0));
+  if (!axis) return std::nullopt;
+  const Var* indices = inputs.size() > 1 ? std::get_if<Var>(&inputs[1]) : nullptr;
+  return read_last(node, std::get<Var>(inputs[0]), *axis, indices ? *indices : Var());
+}
+
 void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& scope) {
   std::vector<Value> inputs;
   inputs.reserve(static_cast<std::size_t>(node.input_size()));
@@ -22,7 +33,10 @@ void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& sco
   const NodeContext context(model, node, std::move(inputs), scope);
   const OpImport* op = registry().find(node.op_type(), model.opset);
   if (!op || !(node.domain().empty() || node.domain() == "ai.onnx")) context.unsupported("recur does not import this op");
-  const std::vector<Value> outputs = op->run_values ? op->run_values(context) : values_of(op->run(context));
+  const auto stand_in = read_stand_in(model, node, scope, context.values());
+  const std::vector<Value> outputs = stand_in            ? std::vector<Value>{*stand_in}
+                                     : op->run_values    ? op->run_values(context)
+                                                         : values_of(op->run(context));
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
     if (name.empty()) continue;
@@ -30,6 +44,7 @@ void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& sco
     if (k >= outputs.size() || !is_computed(outputs[k])) context.unsupported("output ", i, " ('", name, "') is not computed");
     scope.bind(name, outputs[k]);
   }
+  for (const auto& [output, axis] : context.last_only_outputs()) scope.mark_last_only(node.output(static_cast<int>(output)), axis);
 }
 
 }  // namespace

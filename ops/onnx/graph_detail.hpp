@@ -3,6 +3,7 @@
 // sees its outer graphs'), nodes dispatched to the op registry in order.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
+#include <recur/ops/onnx/last_reads_detail.hpp>
 #include <recur/ops/onnx/model.hpp>
 
 namespace recur::onnx::detail {
@@ -28,6 +30,7 @@ struct ModelState {
   std::int64_t opset = 0;
   std::vector<Shared> parameters;
   std::map<std::string, Shared, std::less<>> parameter_by_name;
+  LastReads last_reads;  // scan outputs read only at their last iteration (last_reads_detail.hpp)
 };
 
 // The values visible while a graph runs: its own names, then its outer graphs'; and the
@@ -40,12 +43,20 @@ class Scope {
   void bind(const std::string& name, Value value) { values_[name] = std::move(value); }
   // The value of `name` here or in an outer scope; nullptr when none binds it.
   const Value* find(const std::string& name) const;
+  // `name` (bound here) is a scan output's last element standing in for the stacked output,
+  // its scan axis `axis` of size 1 (last_reads_detail.hpp); the axis, or nullopt if not.
+  void mark_last_only(const std::string& name, std::int64_t axis) { last_only_[name] = axis; }
+  std::optional<std::int64_t> last_only_axis(const std::string& name) const {
+    const auto it = last_only_.find(name);
+    return it == last_only_.end() ? std::nullopt : std::optional(it->second);
+  }
 
  private:
   static inline const RunOptions defaults_{};
   const Scope* outer_;
   const RunOptions* options_;
   std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, std::int64_t> last_only_;
 };
 
 // The graph's initializers bound to their parameters (read on the current tape).

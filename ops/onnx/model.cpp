@@ -143,6 +143,7 @@ Model load_from_bytes(std::string_view bytes, std::string_view origin) {
                                                    ": recur does not import this op (see docs/onnx.md)"));
   check_graph_types(*state);
   add_parameters(*state);
+  state->last_reads = detail::find_last_reads(state->proto.graph(), state->opset);
   return Model(std::move(state));
 }
 

@@ -48,11 +48,20 @@ struct Outputs {
 };
 
 // How a run records the model's Scan and Loop nodes, which run on recur's scan engine: the
-// options of every face of scan, applied to each of them (in body graphs too). A Loop that
-// carries sequences runs unrolled instead, and refuses them (UnsupportedError).
+// options of every face of scan, applied to each of them (in body graphs too). Two kinds of
+// Loop run unrolled instead, and refuse them (UnsupportedError): loops whose carried
+// tensors change shape, and loops that carry a sequence otherwise than appending one tensor
+// of a fixed shape per iteration (PyTorch's scripted loops append: they run on the engine).
+//
+// keep_last: a scan output that the graph reads only at its last iteration (Gather of index
+// -1 or T-1, Slice [-1:] or [T-1:T] along its scan axis, as exporters write `out[-1]`)
+// runs with the engine's Keep::last: the stacked [T, ...] output is never built, and backward
+// holds one iteration's value of it instead of T. The values and gradients are the same;
+// false stacks every scan output (to compare, or to measure).
 struct RunOptions {
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k iterations only
   Checkpoint checkpoint{};              // recompute iterations instead of keeping them (types.hpp)
+  bool keep_last = true;                // Keep::last for scan outputs read only at their last iteration
 };
 
 class Model {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -25,6 +26,13 @@ class NodeContext {
   // The run's options for Scan and Loop (model.hpp).
   const RunOptions& run_options() const { return scope_.options(); }
   std::int64_t opset() const { return model_.opset; }
+  // The value `name` is bound to now, in this node's scope or an outer one (nullptr: none).
+  const Value* find_value(const std::string& name) const { return scope_.find(name); }
+  // The scan outputs the model reads only at their last iteration, and the outputs of this
+  // node that stand in for one (last_reads_detail.hpp): output index, scan axis.
+  const LastReads& last_reads() const { return model_.last_reads; }
+  void mark_last_only(std::size_t output, std::int64_t axis) const { last_only_.emplace_back(output, axis); }
+  const std::vector<std::pair<std::size_t, std::int64_t>>& last_only_outputs() const { return last_only_; }
   std::size_t output_count() const { return static_cast<std::size_t>(node_.output_size()); }
 
   // Inputs: `has_input` is false for an omitted optional input (empty name, or past the end).
@@ -73,6 +81,7 @@ class NodeContext {
   const ::onnx::NodeProto& node_;
   std::vector<Value> inputs_;
   const Scope& scope_;
+  mutable std::vector<std::pair<std::size_t, std::int64_t>> last_only_;  // what the import marked
 };
 
 }  // namespace recur::onnx::detail

@@ -11,6 +11,7 @@
 
 #include <recur/core/creation.hpp>
 #include <recur/ops/scan/engine.hpp>
+#include <recur/ops/scan/onnx_detail.hpp>
 
 namespace recur {
 namespace {
@@ -71,9 +72,9 @@ void check_states(std::string_view face, const std::vector<Var>& initial_states)
     if (!initial_states[i].defined()) fail<ValueError>(face, "initial_states[", i, "] is an undefined Var");
 }
 
-// onnx::scan as the entry point `face`.
+// onnx::scan as the entry point `face`; scan output k kept as keep[k] (past its end: all).
 OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
-                        const std::vector<Var>& scan_inputs, const OnnxScanOptions& o) {
+                        const std::vector<Var>& scan_inputs, const OnnxScanOptions& o, std::span<const Keep> keep = {}) {
   const std::size_t n = initial_states.size(), m = scan_inputs.size();
   if (m == 0) fail<ValueError>(face, "no scan inputs; their length is the number of iterations");
   check_count(face, "scan_input_axes", o.scan_input_axes.size(), m, "scan inputs");
@@ -94,11 +95,12 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
   p.infer_extra_outputs = true;
-  const std::size_t given = std::max(o.scan_output_axes.size(), o.scan_output_directions.size());
+  const std::size_t given = std::max({o.scan_output_axes.size(), o.scan_output_directions.size(), keep.size()});
   for (std::size_t k = 0; k < given; ++k) {
     scan_engine::OutputSpec spec;
     spec.stack_axis = entry(o.scan_output_axes, k);
     spec.reverse_stack = entry(o.scan_output_directions, k) == 1;
+    if (k < keep.size()) spec.keep = keep[k];
     p.extra_output_specs.push_back(spec);
   }
   p.output_name = state_or_scan_output(n);
@@ -124,7 +126,7 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
 Var int64_scalar(std::int64_t v) { return Var(full({}, static_cast<double>(v), DType::int64)); }
 
 OnnxLoopResult run_loop(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
-                        const OnnxLoopOptions& o) {
+                        const OnnxLoopOptions& o, std::span<const Keep> keep = {}) {
   if (o.max_trip_count && *o.max_trip_count < 0)
     fail<ValueError>(face, "max_trip_count = ", *o.max_trip_count, " is negative");
   if (!o.max_trip_count && (o.checkpoint.automatic || o.checkpoint.revolve))
@@ -142,6 +144,11 @@ OnnxLoopResult run_loop(std::string_view face, const OnnxBody& body, const std::
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
   p.infer_extra_outputs = true;
+  for (const Keep k : keep) {
+    scan_engine::OutputSpec spec;
+    spec.keep = k;
+    p.extra_output_specs.push_back(spec);
+  }
   p.output_name = state_or_scan_output(n);
 
   std::int64_t iteration = 0;
@@ -177,6 +184,18 @@ ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const 
   return run_scan("onnx::scan", body, initial_states, scan_inputs, options);
 }
 }  // namespace onnx
+
+namespace onnx::detail {
+ScanResult scan_keeping(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
+                        const ScanOptions& options, std::span<const Keep> keep) {
+  return run_scan("onnx::scan", body, initial_states, scan_inputs, options, keep);
+}
+
+LoopResult loop_keeping(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options,
+                        std::span<const Keep> keep) {
+  return run_loop("onnx::loop", body, initial_states, options, keep);
+}
+}  // namespace onnx::detail
 
 OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
                          const std::vector<Var>& scan_inputs, const OnnxScanOptions& options) {

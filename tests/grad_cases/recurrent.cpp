@@ -109,6 +109,18 @@ std::vector<GradCase> recurrent_cases() {
        }},
       {"fused_recurrence_lstm_reverse", cell_shapes(4, true, true),
        [](S x) { return fused_recurrence({.reverse = true}, x[0], weights(x, 3), x[1], x[2]); }},
+      // The LSTM with its final cell state as a second output: the op's rule gets both
+      // gradients (autodiff/record.hpp's record_outputs), or the cell state's and zeros
+      // (the outputs' alone: test_nn_fused_recurrence.cpp, against the packed result).
+      {"fused_recurrence_split_lstm_squared", cell_shapes(4, true, true), [](S x) {
+         const FusedOutputs r = fused_recurrence_split({}, x[0], weights(x, 3), x[1], x[2]);
+         const Var out = concat({r.outputs, unsqueeze(r.c_n, 0)}, 0);
+         return out * out;
+       }},
+      {"fused_recurrence_split_lstm_cell_only_reverse", cell_shapes(4, true, true), [](S x) {
+         const FusedOutputs r = fused_recurrence_split({.reverse = true}, x[0], weights(x, 3), x[1], x[2]);
+         return r.c_n * r.c_n;
+       }},
       {"fused_recurrence_rnn_tanh_reverse", cell_shapes(1, false, true),
        [](S x) { return fused_recurrence({.kind = CellKind::rnn, .reverse = true}, x[0], weights(x, 2), x[1]); }},
       GradCase{"fused_recurrence_rnn_relu", cell_shapes(1, false, true),

@@ -34,6 +34,14 @@ namespace recur::testing {
   return a;
 }
 
+::onnx::AttributeProto tensor_attribute(const std::string& name, const Tensor& value) {
+  ::onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = tensor_proto("", value);
+  return a;
+}
+
 ::onnx::TensorProto tensor_proto(const std::string& name, const Tensor& t) {
   ::onnx::TensorProto p;
   p.set_name(name);

@@ -15,6 +15,8 @@ namespace recur::testing {
 ::onnx::AttributeProto ints_attribute(const std::string& name, const std::vector<std::int64_t>& values);
 ::onnx::AttributeProto float_attribute(const std::string& name, float value);
 ::onnx::AttributeProto graph_attribute(const std::string& name, const ::onnx::GraphProto& graph);
+// A TENSOR attribute (a Constant node's `value`, as exporters write index constants).
+::onnx::AttributeProto tensor_attribute(const std::string& name, const Tensor& value);
 
 // A float64 or int64 Tensor as a TensorProto named `name`.
 ::onnx::TensorProto tensor_proto(const std::string& name, const Tensor& t);

@@ -100,8 +100,8 @@ TEST(OnnxLoop, RunsUntilCondAndGradientsReachOuterValues) {
 // ---- Loop on the scan engine: the run's truncation and recomputation ----------------------
 
 // h' = tanh(h W + x) for M iterations (M an input), h' also a scan output; W and x are read
-// from the outer graph.
-std::string trip_count_loop_model() {
+// from the outer graph. With `last_only`, the graph gives ys[-1] (a Gather) instead of ys.
+std::string trip_count_loop_model(bool last_only = false) {
   GraphBuilder body("body");
   body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL).input("h", {2});
   body.output("cond_out", {}, TensorProto::BOOL).output("h_next", {2}).output("y", {2});
@@ -112,8 +112,11 @@ std::string trip_count_loop_model() {
       .node("Identity", {"cond_in"}, {"cond_out"});
   GraphBuilder g("loop");
   g.input("M", {}, TensorProto::INT64).input("h0", {2}).input("W", {2, 2}).input("x", {2});
-  g.output("hT", {2}).output("ys", {-1, 2});
+  g.output("hT", {2}).output(last_only ? "last" : "ys", last_only ? std::vector<std::int64_t>{2} : std::vector<std::int64_t>{-1, 2});
   g.node("Loop", {"M", "", "h0"}, {"hT", "ys"}, {graph_attribute("body", body.graph())});
+  if (last_only)
+    g.node("Constant", {}, {"minus_one"}, {tensor_attribute("value", int64_scalar(-1))})
+        .node("Gather", {"ys", "minus_one"}, {"last"});
   return model_bytes(g.graph(), 13);
 }
 
@@ -173,6 +176,31 @@ TEST(OnnxLoop, CheckpointingGivesTheFullGradients) {
   EXPECT_EQ(report.scans[0].steps, 6);
 }
 
+// ys read only at [-1]: the loop keeps its last value (Keep::last), nothing stacked; the
+// values and gradients are those of the stacked run.
+TEST(OnnxLoop, ScanOutputReadOnlyAtTheLastIterationIsNotStacked) {
+  const auto model = onnx::load_from_bytes(trip_count_loop_model(true));
+  const Tensor h0 = random_tensor({2}, 20), W = random_tensor({2, 2}, 21), x = random_tensor({2}, 22);
+  std::vector<Tensor> values, gradients;
+  for (const bool keep_last : {true, false}) {
+    Tape tape;
+    const Var vh0 = tape.variable(h0), vW = tape.variable(W), vx = tape.variable(x);
+    const auto out = model.run({{"M", int64_scalar(5)}, {"h0", vh0}, {"W", vW}, {"x", vx}}, {.keep_last = keep_last});
+    std::size_t stacked = 0;
+    for (const auto& op : tape.memory_report().ops)
+      if (op.name == "concat") stacked = op.bytes;  // stack is a concat
+    EXPECT_EQ(stacked, keep_last ? 0 : 5 * 2 * sizeof(double)) << "keep_last " << keep_last;
+    tape.backward(sum(out.at("last") * out.at("last")) + sum(out.at("hT")));
+    values.push_back(out.at("last").value());
+    for (const Var& v : {vh0, vW, vx}) gradients.push_back(v.grad());
+  }
+  Tensor h = h0;
+  for (int i = 0; i < 5; ++i) h = tanh(add(matmul(h, W), x));
+  expect_near(values[0], h);
+  expect_near(values[0], values[1], 0.0);
+  for (std::size_t i = 0; i < 3; ++i) expect_near(gradients[i], gradients[3 + i], 0.0);
+}
+
 TEST(OnnxLoop, ZeroIterationsGiveEmptyScanOutputs) {
   const auto model = onnx::load_from_bytes(trip_count_loop_model());
   Tape tape;
@@ -219,6 +247,48 @@ TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
   expect_error<onnx::UnsupportedError>(
       [&] { model.run({{"M", int64_scalar(3)}, {"acc0", tensor({1.0}, DType::float64)}, {"x", x}}, {.truncate_gradient = 1}); },
       {"Loop", "changes the shape of a carried value", "unrolled"});
+}
+
+// A carried sequence appended x[0 : i + 1] at iteration i (as test_loop13_seq): the tensors
+// change shape, so after the engine's attempt the loop runs unrolled, and refuses truncation.
+TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
+  GraphBuilder body("body");
+  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL);
+  body.input("seq_in", {}, TensorProto::DOUBLE).output("cond_out", {}, TensorProto::BOOL).output("seq_out", {});
+  body.initializer("zero", int64_tensor({0})).initializer("one", int64_scalar(1)).initializer("axes", int64_tensor({0}));
+  body.node("Add", {"i", "one"}, {"end_scalar"})
+      .node("Unsqueeze", {"end_scalar", "axes"}, {"end"})
+      .node("Slice", {"x", "zero", "end"}, {"piece"})
+      .node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"})
+      .node("Identity", {"cond_in"}, {"cond_out"});
+  GraphBuilder g("growing_pieces");
+  g.input("M", {}, TensorProto::INT64).input("x", {3}).output("y", {-1});
+  g.node("SequenceEmpty", {}, {"empty"}, {int_attribute("dtype", TensorProto::DOUBLE)})
+      .node("Loop", {"M", "", "empty"}, {"pieces"}, {graph_attribute("body", body.graph())})
+      .node("ConcatFromSequence", {"pieces"}, {"y"}, {int_attribute("axis", 0)});
+  auto graph = g.graph();
+  for (auto* type : {graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_input(2)->mutable_type(),
+                     graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_output(1)->mutable_type()}) {
+    const auto tensor = type->tensor_type();
+    *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
+  }
+  const auto model = onnx::load_from_bytes(model_bytes(graph, 13));
+  Tape tape;
+  const Var x = tape.variable(tensor({1.0, 2.0, 3.0}, DType::float64));
+  const Var y = model.run({{"M", int64_scalar(3)}, {"x", x}}).at("y");
+  EXPECT_EQ(to_vector<double>(y.value()), (std::vector<double>{1, 1, 2, 1, 2, 3}));
+  // The engine's attempt (two iterations, then a shape change) left nothing on the tape:
+  // one slice per unrolled iteration, and no scan.
+  const auto report = tape.memory_report();
+  EXPECT_TRUE(report.scans.empty());
+  std::size_t slices = 0;
+  for (const auto& op : report.ops)
+    if (op.name == "slice") slices = op.nodes;
+  EXPECT_EQ(slices, 3u);
+  tape.backward(sum(y));
+  EXPECT_EQ(to_vector<double>(x.grad()), (std::vector<double>{3, 2, 1}));
+  expect_error<onnx::UnsupportedError>([&] { model.run({{"M", int64_scalar(3)}, {"x", x}}, {.truncate_gradient = 1}); },
+                                       {"Loop", "appends tensors of changing shapes", "unrolled"});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <ranges>
 #include <set>
 
 #include <unistd.h>
@@ -38,6 +39,10 @@ struct ScanCase {
   recur::onnx::Body body;
   std::vector<Tensor> states, sequences;
   recur::onnx::ScanExportOptions options{};
+  // Parameters whose gradients the model's must equal, by the initializer's name.
+  std::vector<std::pair<std::string, Shared>> trained{};
+  // Inputs to run the scan and the model on (at another batch size); empty: the examples.
+  std::vector<Tensor> run_states{}, run_sequences{};
 };
 
 // Saves the case's scan, checks the file, loads it with recur's importer, runs it on the
@@ -51,25 +56,36 @@ void expect_round_trip(const ScanCase& c, const std::string& name, double tolera
 
   Tape tape;
   std::vector<Var> states, sequences;
-  for (const Tensor& s : c.states) states.push_back(tape.constant(s));
-  for (const Tensor& x : c.sequences) sequences.push_back(tape.constant(x));
+  for (const Tensor& s : c.run_states.empty() ? c.states : c.run_states) states.push_back(tape.constant(s));
+  for (const Tensor& x : c.run_sequences.empty() ? c.sequences : c.run_sequences) sequences.push_back(tape.constant(x));
   const auto expected = recur::onnx::scan(c.body, states, sequences, c.options.scan);
   std::vector<Var> want = expected.final_states;
   want.insert(want.end(), expected.scan_outputs.begin(), expected.scan_outputs.end());
 
   const std::vector<std::string> inputs = model.input_names(), outputs = model.output_names();
-  ASSERT_EQ(inputs.size(), c.states.size() + c.sequences.size());
+  ASSERT_EQ(inputs.size(), states.size() + sequences.size());
   ASSERT_EQ(outputs.size(), want.size());
   std::map<std::string, Var> feed;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     feed.emplace(inputs[i], i < states.size() ? states[i] : sequences[i - states.size()]);
   const auto got = model.run(feed);
+  Var loss_scan, loss_model;  // every output summed: what the gradients are of
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const Tensor& g = got.at(outputs[k]).value();
     ASSERT_EQ(g.shape(), want[k].shape()) << outputs[k];
     ASSERT_EQ(g.dtype(), want[k].dtype()) << outputs[k];
     EXPECT_LE(max_abs_diff(g, want[k].value()), tolerance) << outputs[k];
     EXPECT_GT(max_abs_diff(want[k].value(), zeros_like(want[k].value())), 0.0) << outputs[k] << " is all zeros";
+    loss_scan = k == 0 ? sum(want[k]) : loss_scan + sum(want[k]);
+    loss_model = k == 0 ? sum(got.at(outputs[k])) : loss_model + sum(got.at(outputs[k]));
+  }
+  if (c.trained.empty()) return;
+  for (Shared p : c.trained | std::views::values) p.zero_grad();  // a case may reuse an earlier one's
+  tape.backward(loss_scan + loss_model);                         // the two graphs share no parameter
+  for (const auto& [name, p] : c.trained) {
+    const Tensor want_grad = p.grad(), got_grad = model.parameter(name).grad();
+    EXPECT_GT(max_abs_diff(want_grad, zeros_like(want_grad)), 0.0) << name;
+    EXPECT_LE(max_abs_diff(got_grad, want_grad), tolerance) << name;
   }
 }
 
@@ -239,16 +255,109 @@ TEST(OnnxExportScan, EveryMappedOpRoundTrips) {
   expect_round_trip(c, "every_op", 1e-12);
 }
 
+// Steps made of recur's cell modules and cell functions: their fused elementwise ops
+// (rnn_pointwise, lstm_pointwise, gru_pointwise) become the ONNX ops of the cells'
+// equations; ONNX's GRU form (linear_before_reset false) records plain ops. A clip's
+// bounds come along. Outputs and the parameters' gradients equal the scan's.
+// A module's parameters by the names the export gives them: the Shared's own, `suffix` added.
+std::vector<std::pair<std::string, Shared>> named(const Module& module, const std::string& suffix = "") {
+  std::vector<std::pair<std::string, Shared>> out;
+  for (const Shared& p : module.parameters()) out.emplace_back(p.name() + suffix, p);
+  return out;
+}
+
+TEST(OnnxExportScan, CellModulesAndFunctionsInAStepRoundTripWithGradients) {
+  for (const auto& [dtype, tolerance] : {std::pair{DType::float64, 1e-12}, std::pair{DType::float32, 1e-6}}) {
+    Generator gen(7);
+    const std::int64_t b = 2, in = 3, h = 4;
+    const nn::LSTMCell lstm({.input_size = in, .hidden_size = h, .dtype = dtype}, gen);
+    const nn::GRUCell gru({.input_size = in, .hidden_size = h, .dtype = dtype}, gen);
+    const nn::RNNCell rnn({.input_size = in, .hidden_size = h, .nonlinearity = nn::Nonlinearity::relu, .dtype = dtype},
+                          gen);
+    const Tensor x = normal({3, b, in}, 0.0, 1.0, gen, dtype), h0 = normal({b, h}, 0.0, 0.5, gen, dtype);
+    ScanCase with_lstm{[=](std::span<const Var> s) -> std::vector<Var> {
+                         const nn::LstmState next = lstm(s[2], s[0], s[1]);
+                         return {next.h, next.c, next.h};
+                       },
+                       {h0, normal({b, h}, 0.0, 0.5, gen, dtype)}, {x}, {}, named(lstm)};
+    expect_round_trip(with_lstm, "lstm_cell", tolerance);
+    ScanCase with_gru{[=](std::span<const Var> s) -> std::vector<Var> {
+                        const Var next = gru(s[1], s[0]);
+                        return {next, clip(next, -0.3, 0.2)};
+                      },
+                      {h0}, {x}, {}, named(gru)};
+    expect_round_trip(with_gru, "gru_cell", tolerance);
+    // ONNX's GRU form and an Elman cell with relu, both on the GRU's and RNN's parameters.
+    const nn::CellParameters& g = gru.weights();
+    ScanCase with_functions{[=](std::span<const Var> s) -> std::vector<Var> {
+                              Tape& tape = s[0].tape();
+                              const Var next = nn::gru_cell(s[1], s[0], g.read(tape), false);
+                              return {next, rnn(s[1], next)};
+                            },
+                            {h0}, {x}, {}, named(gru)};
+    for (auto& entry : named(rnn, "_2")) with_functions.trained.push_back(entry);  // read second: renamed
+    expect_round_trip(with_functions, "cell_functions", tolerance);
+  }
+}
+
+// Exported at batch 3 with a symbolic batch, the model runs at batch 5 as recur's scan does
+// there: an LSTM cell, the batch merged into one axis and back (Reshape), a broadcast over it
+// (Expand) and a constant of its size. A slice or a constant that depends on the batch
+// size is an error naming it.
+TEST(OnnxExportScan, ASymbolicBatchRunsAtAnotherBatchSize) {
+  Generator gen(8);
+  const DType f64 = DType::float64;
+  const std::int64_t in = 3, h = 4;
+  const nn::LSTMCell lstm({.input_size = in, .hidden_size = h, .dtype = f64}, gen);
+  const Shared scale = parameter({1, h}, f64, gen, "scale");
+  auto inputs = [&](std::int64_t b) {
+    return std::pair{std::vector<Tensor>{normal({b, h}, 0.0, 0.5, gen, f64), normal({b, h}, 0.0, 0.5, gen, f64)},
+                     std::vector<Tensor>{normal({3, b, in}, 0.0, 1.0, gen, f64)}};
+  };
+  const auto [states3, sequences3] = inputs(3);
+  const auto [states5, sequences5] = inputs(5);
+  ScanCase c{[=](std::span<const Var> s) -> std::vector<Var> {
+               const std::int64_t b = s[0].size(0);
+               const nn::LstmState next = lstm(s[2], s[0], s[1]);
+               const Var flat = reshape(next.h, {b * h});  // [B*H]
+               const Var scaled = reshape(flat, {b, h}) * broadcast_to(Var(scale), {b, h});
+               return {scaled + Var(full({b, h}, 0.25, f64)), next.c, sum(scaled, {1})};
+             },
+             states3, sequences3, {.batch_axis = 0}, named(lstm), states5, sequences5};
+  c.trained.emplace_back("scale", scale);
+  const ::onnx::ModelProto model = recur::onnx::scan_model(c.body, c.states, c.sequences, c.options);
+  EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  EXPECT_EQ(model.graph().input(2).type().tensor_type().shape().dim(1).dim_param(), "batch");
+  EXPECT_EQ(model.graph().output(2).type().tensor_type().shape().dim(1).dim_param(), "batch");
+  expect_round_trip(c, "batch", 1e-12);
+
+  const recur::onnx::Body inner = c.body;
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    std::vector<Var> out = inner(s);
+    out[2] = slice(out[0], 0, 1, s[0].size(0));  // all rows but the first: bounds of the batch's size
+    return out;
+  };
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, c.options); },
+                                    {"onnx::save", "'slice'", "depend on the batch size"});
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    std::vector<Var> out = inner(s);
+    out[2] = mean(out[0], {0});  // divides by the batch size, a constant
+    return out;
+  };
+  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, c.options); },
+                                    {"onnx::save", "constant", "depends on the batch size"});
+}
+
 TEST(OnnxExportScan, AnOpWithoutOnnxFormIsAnErrorNamingItAndWritesNothing) {
   ScanCase c = elman(DType::float64);
   const recur::onnx::Body inner = c.body;
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
-    const Var next = clip(inner(s)[0], -0.5, 0.5);
+    const Var next = inner(s)[0] * mse(s[0], inner(s)[0]);
     return {next, next};
   };
   const fs::path path = temp_path("unsupported");
   testing::expect_error<recur::onnx::UnsupportedError>(
-      [&] { recur::onnx::save(path, c.body, c.states, c.sequences); }, {"onnx::save", "'clip'", "no ONNX form"});
+      [&] { recur::onnx::save(path, c.body, c.states, c.sequences); }, {"onnx::save", "'mse'", "no ONNX form"});
   EXPECT_FALSE(fs::exists(path));
 }
 

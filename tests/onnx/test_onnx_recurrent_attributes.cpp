@@ -3,7 +3,8 @@
 // ONNX's equations in NumPy (tests/fixtures/make_onnx_recurrent_fixtures.py, which checks
 // them against the ONNX project's reference implementations where those reach; outputs under
 // tests/data/onnx_recurrent/), and their gradients against finite differences in float64,
-// first and second order, sequence_lens included.
+// first and second order, sequence_lens included (an entry of 0 too: that element's Y is
+// zeros and its Y_h, Y_c its initial states).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -81,7 +82,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, OnnxRecurrentAttributes,
                                            "lstm_sequence_lens_peepholes_reverse_batchwise",
                                            "gru_activations_clip_sequence_lens", "gru_activations",
                                            "gru_sequence_lens", "rnn_activations_bidirectional",
-                                           "rnn_sigmoid_clip_batchwise", "rnn_sequence_lens"));
+                                           "rnn_sigmoid_clip_batchwise", "rnn_sequence_lens",
+                                           "lstm_sequence_lens_zero_bidirectional"));
 
 // Default cells stay on the fused layer op (no scan on the tape), with sequence_lens too;
 // peepholes, clip and other activations run on scan, one per direction the fused op cannot

@@ -144,5 +144,111 @@ TEST(OnnxScan, InitializerReadByTheBodyIsATrainedParameter) {
   EXPECT_GT(std::abs(param.grad().at({0, 0})), 0.0);
 }
 
+// ---- Keep::last for scan outputs read only at their last step --------------------------
+
+// The Elman scan with three copies of h' as scan outputs: ys0 read by Gather(-1) (a Constant
+// index, as PyTorch writes out[-1]), ys1 by Slice [2:3] then Squeeze, ys2 by Gather(0).
+std::string last_read_model() {
+  GraphBuilder body("step");
+  body.input("h", {3}).input("x_t", {3}).output("h_next", {3}).output("y0", {3}).output("y1", {3}).output("y2", {3});
+  body.node("MatMul", {"h", "W"}, {"m"}).node("Add", {"m", "x_t"}, {"a"}).node("Tanh", {"a"}, {"h_next"});
+  for (const char* y : {"y0", "y1", "y2"}) body.node("Identity", {"h_next"}, {y});
+  GraphBuilder g("last_reads");
+  g.input("h0", {3}).input("xs", {-1, 3}).input("W", {3, 3});
+  g.output("hT", {3}).output("last", {3}).output("third", {3}).output("first", {3});
+  g.initializer("zero", int64_scalar(0)).initializer("start", int64_tensor({2})).initializer("end", int64_tensor({3}));
+  g.initializer("axes", int64_tensor({0}));
+  g.node("Scan", {"h0", "xs"}, {"hT", "ys0", "ys1", "ys2"},
+         {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)})
+      .node("Constant", {}, {"minus_one"}, {tensor_attribute("value", int64_scalar(-1))})
+      .node("Gather", {"ys0", "minus_one"}, {"last"})
+      .node("Slice", {"ys1", "start", "end", "axes"}, {"ys1_third"})
+      .node("Squeeze", {"ys1_third", "axes"}, {"third"})
+      .node("Gather", {"ys2", "zero"}, {"first"});
+  return model_bytes(g.graph(), 16);
+}
+
+struct LastReadRun {
+  std::map<std::string, Tensor> values;
+  Tensor h0, xs, W;                // gradients of sum(output^2) over the outputs
+  std::size_t stacked_bytes = 0;   // the memory report's concat row: the stacked scan outputs (stack = concat)
+};
+
+LastReadRun run_last_reads(const onnx::Model& model, const Tensor& h0, const Tensor& xs, const Tensor& W,
+                           bool keep_last) {
+  Tape tape;
+  const Var vh0 = tape.variable(h0), vxs = tape.variable(xs), vW = tape.variable(W);
+  const auto out = model.run({{"h0", vh0}, {"xs", vxs}, {"W", vW}}, {.keep_last = keep_last});
+  LastReadRun r;
+  for (const auto& op : tape.memory_report().ops)
+    if (op.name == "concat") r.stacked_bytes = op.bytes;
+  Var loss = tape.constant(zeros({}, DType::float64));
+  for (const auto& [name, v] : out) {
+    r.values[name] = v.value();
+    loss = loss + sum(v * v);
+  }
+  tape.backward(loss);
+  r.h0 = vh0.grad(), r.xs = vxs.grad(), r.W = vW.grad();
+  return r;
+}
+
+TEST(OnnxScan, OutputsReadOnlyAtTheLastStepKeepOneStep) {
+  const auto model = onnx::load_from_bytes(last_read_model());
+  const Tensor h0 = random_tensor({3}, 13), W = random_tensor({3, 3}, 14);
+  for (const std::int64_t steps : {3, 4}) {  // with 4 steps the Slice [2:3] is not the last step
+    const Tensor xs = random_tensor({steps, 3}, 15);
+    const auto kept = run_last_reads(model, h0, xs, W, true), stacked = run_last_reads(model, h0, xs, W, false);
+    const auto [hT, ys] = elman_loop(h0, xs, W);
+    expect_near(kept.values.at("hT"), hT);
+    expect_near(kept.values.at("last"), ys[steps - 1]);
+    expect_near(kept.values.at("third"), ys[2]);
+    expect_near(kept.values.at("first"), ys[0]);
+    for (const auto& [name, v] : stacked.values) expect_near(kept.values.at(name), v, 0.0);
+    expect_near(kept.h0, stacked.h0, 0.0);
+    expect_near(kept.xs, stacked.xs, 0.0);
+    expect_near(kept.W, stacked.W, 0.0);
+    // Stacked, each output holds steps x 3 doubles; kept last, none is built for ys0 (and
+    // for ys1 when its Slice reads the last step); ys2 is read at step 0 and stays stacked.
+    const std::size_t one_output = static_cast<std::size_t>(steps) * 3 * sizeof(double);
+    EXPECT_EQ(stacked.stacked_bytes, 3 * one_output) << steps << " steps";
+    EXPECT_EQ(kept.stacked_bytes, (steps == 3 ? 1 : 2) * one_output) << steps << " steps";
+  }
+}
+
+// Opset 8's sequence_lens: entry b runs its first lens[b] steps (reversed, from its last
+// valid one), its scan outputs padded with zeros.
+TEST(OnnxScan, Opset8SequenceLensShorterThanTheSequence) {
+  for (const std::int64_t direction : {0, 1}) {
+    ::onnx::ModelProto proto;
+    ASSERT_TRUE(proto.ParseFromString(elman_model(8, {2, 3}, {2, 4, 3}, {ints_attribute("directions", {direction})})));
+    auto* g = proto.mutable_graph();
+    g->mutable_node(0)->set_input(0, "lens");
+    *g->add_input() = g->input(0);
+    g->mutable_input(g->input_size() - 1)->set_name("lens");
+    auto* shape = g->mutable_input(g->input_size() - 1)->mutable_type()->mutable_tensor_type();
+    shape->set_elem_type(::onnx::TensorProto::INT64);
+    shape->mutable_shape()->mutable_dim(0)->set_dim_value(2);
+    shape->mutable_shape()->mutable_dim()->RemoveLast();
+    const auto model = onnx::load_from_bytes(proto.SerializeAsString());
+    const Tensor h0 = random_tensor({2, 3}, 16), xs = random_tensor({2, 4, 3}, 17), W = random_tensor({3, 3}, 18);
+    const Tensor lens = int64_tensor({4, 2});
+    Tape tape;
+    const auto out = model.run({{"lens", lens}, {"h0", h0}, {"xs", xs}, {"W", W}});
+    for (std::int64_t b = 0; b < 2; ++b) {
+      const std::int64_t n = b == 0 ? 4 : 2;
+      Tensor steps = slice(xs[b], 0, 0, n);
+      if (direction == 1) steps = take(steps, n == 4 ? int64_tensor({3, 2, 1, 0}) : int64_tensor({1, 0}), 0);
+      const auto [hT, ys] = elman_loop(h0[b], steps, W);
+      expect_near(out.at("hT").value()[b], hT);
+      expect_near(out.at("ys").value()[b], concat({ys, zeros({4 - n, 3}, DType::float64)}, 0));
+    }
+    const auto f = [&](std::span<const Var> v) {
+      return model.run({{"lens", lens}, {"h0", v[0]}, {"xs", v[1]}, {"W", v[2]}}).at("ys");
+    };
+    const auto report = check_gradients(f, {h0, xs, W});
+    EXPECT_TRUE(report.ok) << report.failure;
+  }
+}
+
 }  // namespace
 }  // namespace recur::testing
