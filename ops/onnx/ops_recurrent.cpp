@@ -72,12 +72,12 @@ DirectionStates fused_direction(const OnnxCell& cell, nn::Nonlinearity nonlinear
                                            .linear_before_reset = cell.linear_before_reset,
                                            .reverse = reverse,
                                            .lengths = lengths.empty() ? SequenceLengths() : SequenceLengths(lengths)};
-  const Var out = nn::fused_recurrence(options, x, pytorch, h0, c0);
-  const Var hs = cell.kind == nn::CellKind::lstm ? slice(out, 0, 0, steps) : out;  // [T, B, H]
+  // The split form: Y's gradient reaches the op as it is, without a padded copy (LSTM).
+  const nn::FusedOutputs out = nn::fused_recurrence_split(options, x, pytorch, h0, c0);
+  const Var& hs = out.outputs;  // [T, B, H]
   // Past an element's length its rows hold its carried state: ONNX wants zeros there. The
   // loop's last row is every element's final state.
-  return {nn::detail::fill_past_lengths(hs, lengths), index(hs, 0, reverse ? 0 : steps - 1),
-          cell.kind == nn::CellKind::lstm ? index(out, 0, steps) : Var()};
+  return {nn::detail::fill_past_lengths(hs, lengths), index(hs, 0, reverse ? 0 : steps - 1), out.c_n};
 }
 
 // sequence_lens as per-element lengths; empty when absent or every one is the full length.
