@@ -32,7 +32,7 @@ void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& sco
   for (const auto& name : node.input()) inputs.push_back(name.empty() ? Value(Var()) : input_of(scope, node, name, model));
   const NodeContext context(model, node, std::move(inputs), scope);
   const OpImport* op = registry().find(node.op_type(), model.opset);
-  if (!op || !(node.domain().empty() || node.domain() == "ai.onnx")) context.unsupported("recur does not import this op");
+  if (!op || !in_default_domain(node.domain())) context.unsupported("recur does not import this op");
   const auto stand_in = read_stand_in(model, node, scope, context.values());
   const std::vector<Value> outputs = stand_in            ? std::vector<Value>{*stand_in}
                                      : op->run_values    ? op->run_values(context)
@@ -83,6 +83,15 @@ std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& 
                      " inputs, its node gives it ", inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) scope.bind(graph.input(static_cast<int>(i)).name(), inputs[i]);
   return run_nodes(model, graph, scope);
+}
+
+void for_each_graph(const ::onnx::GraphProto& graph, const std::function<void(const ::onnx::GraphProto&)>& visit) {
+  visit(graph);
+  for (const auto& node : graph.node())
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) for_each_graph(a.g(), visit);
+      for (const auto& g : a.graphs()) for_each_graph(g, visit);
+    }
 }
 
 }  // namespace recur::onnx::detail

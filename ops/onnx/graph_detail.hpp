@@ -2,10 +2,12 @@
 // Running a GraphProto on the tape: names bound to Vars in scopes (a body graph's scope
 // sees its outer graphs'), nodes dispatched to the op registry in order.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -18,6 +20,12 @@
 #include <recur/ops/onnx/model.hpp>
 
 namespace recur::onnx::detail {
+
+// Whether a node's (or an opset import's) domain is ONNX's default one, the one recur imports.
+inline bool in_default_domain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// Calls visit on the graph and on every body graph inside it, outermost first.
+void for_each_graph(const ::onnx::GraphProto& graph, const std::function<void(const ::onnx::GraphProto&)>& visit);
 
 // A value of a graph: a tensor, or a sequence of tensors (ONNX's sequence type).
 using Sequence = std::vector<Var>;

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include <recur/core/creation.hpp>
+#include <recur/ops/onnx/graph_detail.hpp>
 #include <recur/ops/onnx/op_helpers_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
 #include <recur/ops/shape.hpp>
@@ -17,7 +18,7 @@ namespace {
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
 
-bool default_domain(const NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+bool default_domain(const NodeProto& n) { return in_default_domain(n.domain()); }
 
 template <class F>
 void for_each_body(const NodeProto& n, F&& visit) {
@@ -28,11 +29,10 @@ void for_each_body(const NodeProto& n, F&& visit) {
 }
 
 // Every name a body graph (and the bodies inside it) reads.
-void add_names_read(const GraphProto& g, std::unordered_set<std::string>& names) {
-  for (const auto& n : g.node()) {
-    names.insert(n.input().begin(), n.input().end());
-    for_each_body(n, [&](const GraphProto& body) { add_names_read(body, names); });
-  }
+void add_names_read(const GraphProto& body, std::unordered_set<std::string>& names) {
+  for_each_graph(body, [&](const GraphProto& g) {
+    for (const auto& n : g.node()) names.insert(n.input().begin(), n.input().end());
+  });
 }
 
 // Where the node's scan outputs begin among its outputs; nullopt for other nodes.

@@ -18,26 +18,18 @@
 namespace recur::onnx {
 namespace {
 
+using detail::for_each_graph;
+using detail::in_default_domain;
 using detail::ModelState;
-
-// Calls visit on the graph and on every body graph inside it, outermost first.
-void for_each_graph(const ::onnx::GraphProto& graph, const std::function<void(const ::onnx::GraphProto&)>& visit) {
-  visit(graph);
-  for (const auto& node : graph.node())
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) for_each_graph(a.g(), visit);
-      for (const auto& g : a.graphs()) for_each_graph(g, visit);
-    }
-}
 
 std::int64_t default_domain_opset(const ::onnx::ModelProto& proto) {
   for (const auto& o : proto.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+    if (in_default_domain(o.domain())) return o.version();
   return 0;
 }
 
 bool imported(const ::onnx::NodeProto& node, std::int64_t opset) {
-  return (node.domain().empty() || node.domain() == "ai.onnx") && detail::registry().find(node.op_type(), opset);
+  return in_default_domain(node.domain()) && detail::registry().find(node.op_type(), opset);
 }
 
 // The nodes recur does not import: "OpType (opset N)" once per op type, or with

@@ -62,16 +62,14 @@ LoopNode read_loop(const NodeContext& c) {
 }
 
 // How often the body (and the bodies inside it) reads `name`, and gives it as an output.
-std::size_t uses_of(const ::onnx::GraphProto& g, const std::string& name) {
-  std::size_t n = static_cast<std::size_t>(
-      std::count_if(g.output().begin(), g.output().end(), [&](const auto& o) { return o.name() == name; }));
-  for (const auto& node : g.node()) {
-    n += static_cast<std::size_t>(std::count(node.input().begin(), node.input().end(), name));
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) n += uses_of(a.g(), name);
-      for (const auto& body : a.graphs()) n += uses_of(body, name);
-    }
-  }
+std::size_t uses_of(const ::onnx::GraphProto& body, const std::string& name) {
+  std::size_t n = 0;
+  for_each_graph(body, [&](const ::onnx::GraphProto& g) {
+    n += static_cast<std::size_t>(
+        std::count_if(g.output().begin(), g.output().end(), [&](const auto& o) { return o.name() == name; }));
+    for (const auto& node : g.node())
+      n += static_cast<std::size_t>(std::count(node.input().begin(), node.input().end(), name));
+  });
   return n;
 }
 
@@ -84,7 +82,7 @@ bool only_appended(const LoopNode& loop, std::size_t j) {
   const std::string& out = loop.body.output(1 + at).name();
   if (uses_of(loop.body, in) != 1 || uses_of(loop.body, out) != 1) return false;
   return std::any_of(loop.body.node().begin(), loop.body.node().end(), [&](const ::onnx::NodeProto& n) {
-    return n.op_type() == "SequenceInsert" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 2 &&
+    return n.op_type() == "SequenceInsert" && in_default_domain(n.domain()) && n.input_size() == 2 &&
            n.input(0) == in && n.output_size() == 1 && n.output(0) == out;
   });
 }
