@@ -11,6 +11,8 @@
 // sigmoid and tanh are already 0, +-1 or 1; NaN stays NaN.
 #include <cstdint>
 
+#include <recur/ops/kernel_isa_detail.hpp>
+
 // GCC keeps a loop with floating-point selects scalar while it assumes that a comparison
 // may trap (-ftrapping-math, its default): recur never enables floating-point traps, so
 // these functions are compiled without that assumption. (Clang ignores this.)
@@ -20,6 +22,7 @@
 #endif
 
 namespace recur::detail {
+inline namespace RECUR_KERNEL_ISA {
 
 template <class T>
 struct MathTraits;
@@ -112,6 +115,7 @@ void tanh_row(const T* a, T* out, std::int64_t n) {
   }
 }
 
+}  // namespace RECUR_KERNEL_ISA
 }  // namespace recur::detail
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -11,9 +11,10 @@
 #include <cstdint>
 
 #include <recur/ops/fast_math_detail.hpp>
-#include <recur/ops/nn/pointwise.hpp>
+#include <recur/ops/nn/nonlinearity.hpp>
 
 namespace recur::nn::detail {
+inline namespace RECUR_KERNEL_ISA {
 
 using recur::detail::sigmoid_row;
 using recur::detail::tanh_row;
@@ -169,4 +170,5 @@ struct GruKernel {
   }
 };
 
+}  // namespace RECUR_KERNEL_ISA
 }  // namespace recur::nn::detail

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <recur/core/tensor.hpp>
-#include <recur/ops/nn/cell_kernels_detail.hpp>
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
 
 namespace recur::nn::detail {
 
@@ -59,13 +59,14 @@ class CellReplay {
   void replay(std::int64_t seg, std::int64_t begin) {
     const std::int64_t end = std::min(steps_, begin + saved_.interval);
     const T* prev = entry(seg);
+    const auto cell_update = kernels<T>().lstm.cell_update;
     for (std::int64_t s = begin; s < end; ++s) {
       const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
       const T* act = act_ + t * batch_ * 4 * n_;
       T* c = state(s - begin);
       for (std::int64_t b = 0; b < batch_; ++b) {
         if (lengths_.empty() || t < lengths_[static_cast<std::size_t>(b)]) {
-          LstmKernel<T>::cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
+          cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
         } else {  // a finished element keeps its cell state (the fused op's lengths)
           std::copy(prev + b * n_, prev + (b + 1) * n_, c + b * n_);
         }

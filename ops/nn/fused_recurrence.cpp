@@ -18,7 +18,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
-#include <recur/ops/nn/cell_kernels_detail.hpp>
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
 #include <recur/ops/nn/cell_replay_detail.hpp>
 #include <recur/ops/nn/fused_recurrence_detail.hpp>
 #include <recur/ops/nn/scan_recurrence.hpp>
@@ -130,6 +130,7 @@ struct FusedRecurrence {
     T* h = out.data<T>();
     const T* hp = h0.data<T>();
     const T* cp = lstm() ? in[static_cast<std::size_t>(c0_at)].data<T>() : nullptr;
+    const detail::KernelTable<T>& kernels = detail::kernels<T>();
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t t = geo.time_of(s);
       T* g = p + t * rows;
@@ -146,13 +147,13 @@ struct FusedRecurrence {
       if (lstm()) {
         T* c = ring.data() + (s % 2) * hrows;
         for (std::int64_t b = 0; b < batch; ++b)
-          detail::LstmKernel<T>::forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, ht + b * n, scratch.data(), n);
+          kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, ht + b * n, scratch.data(), n);
         carry_finished(t, cp, c, batch, n);
         if ((s + 1) % interval == 0 && s + 1 < steps)  // the entry state of the next segment
           std::copy(c, c + hrows, cells.data<T>() + ((s + 1) / interval - 1) * hrows);
         cp = c;
       } else {
-        detail::RnnKernel<T>::forward(g, hrows, options.nonlinearity);
+        kernels.rnn.forward(g, hrows, options.nonlinearity);
       }
       carry_finished(t, hp, ht, batch, n);
       hp = ht;
@@ -177,7 +178,7 @@ struct FusedRecurrence {
   template <class T>
   void gru_step(T* g, T* scratch, const T* hprev, T* ht, T* hn, std::span<const Tensor> in, std::int64_t batch,
                 std::int64_t n) const {
-    using K = detail::GruKernel<T>;
+    const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
     const T* w_hh = in[2].data<T>();
     T *hp = scratch, *rh = scratch + batch * gh;
@@ -185,7 +186,7 @@ struct FusedRecurrence {
     const std::int64_t cols = reset_inside() ? 2 * n : gh;
     blas::gemm(false, true, batch, cols, n, T(1), hprev, n, w_hh, n, T(0), hp, gh);
     add_bias(hp, batch, gh, bias_of<T>(in, b_hh_at, 0), cols);
-    for (std::int64_t b = 0; b < batch; ++b) K::reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
+    for (std::int64_t b = 0; b < batch; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
     if (reset_inside()) {
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
@@ -193,8 +194,8 @@ struct FusedRecurrence {
       add_bias(hp + 2 * n, batch, gh, bias_of<T>(in, b_hh_at, 2 * n), n);
     }
     for (std::int64_t b = 0; b < batch; ++b) {
-      K::candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
-      K::blend(g + b * gh, hprev + b * n, ht + b * n, n);
+      gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
+      gru_rows.blend(g + b * gh, hprev + b * n, ht + b * n, n);
       if (hn) std::copy(hp + b * gh + 2 * n, hp + b * gh + 3 * n, hn + b * n);
     }
   }
@@ -270,6 +271,7 @@ struct FusedRecurrence {
       std::copy(row, row + hrows, dh.begin());
       if (cell_grad.defined()) std::copy(cell_grad.data<T>(), cell_grad.data<T>() + hrows, dc);
     }
+    const detail::KernelTable<T>& kernels = detail::kernels<T>();
     std::optional<detail::CellReplay<T>> cells;
     if (lstm())
       cells.emplace(*saved, dg, in[static_cast<std::size_t>(c0_at)].data<T>(), steps, batch, n, geo.reverse, lengths);
@@ -283,14 +285,14 @@ struct FusedRecurrence {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
         for (std::int64_t b = 0; b < batch; ++b)
           if (runs(t, b))  // a finished element's dc passes through unchanged
-            detail::LstmKernel<T>::backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
+            kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
                                             scratch.data(), n);
       } else if (gru()) {
         const T* hprev = s == 0 ? in[3].data<T>() : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                           hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh);
       } else {
-        detail::RnnKernel<T>::backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
+        kernels.rnn.backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
       }
       if (!lengths.empty()) pass_finished(t, dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                                           dh.data(), direct.data(), batch, n, gh);
@@ -335,22 +337,22 @@ struct FusedRecurrence {
   template <class T>
   void gru_backward_step(T* dgt, T* drt, T* rh, const T* hprev, const T* dh, T* direct, T* d_rh, std::int64_t t,
                          std::int64_t batch, std::int64_t n, const T* w_hh) const {
-    using K = detail::GruKernel<T>;
+    const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
     if (reset_inside())
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
-    for (std::int64_t b = 0; b < batch; ++b) K::backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
+    for (std::int64_t b = 0; b < batch; ++b) gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
     if (reset_inside()) {
       // r h's gradient dn W_hn, into the reset gate's and h_prev's.
       blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
       for (std::int64_t b = 0; b < batch; ++b)
-        K::backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
+        gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
       return;
     }
     const T* hn = saved->hn.data<T>() + t * batch * n;
     for (std::int64_t b = 0; b < batch; ++b) {
-      K::backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
+      gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
       std::copy(dgt + b * gh, dgt + b * gh + 2 * n, drt + b * gh);
     }
   }

@@ -6,7 +6,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/join.hpp>
-#include <recur/ops/nn/cell_kernels_detail.hpp>
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/unary.hpp>
@@ -26,8 +26,9 @@ struct GruPointwise {
       const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>();
       T* po = out.data<T>();
       std::vector<T> act(static_cast<std::size_t>(3 * n));
+      const auto forward_row = detail::kernels<T>().gru.forward;
       for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, po += n)
-        detail::GruKernel<T>::forward(px, ph, pv, po, act.data(), n);
+        forward_row(px, ph, pv, po, act.data(), n);
     });
     return out;
   }
@@ -56,8 +57,9 @@ struct GruPointwise {
     dispatch_floating(name, h.dtype(), [&]<class T>() {
       const T *px = xproj.data<T>(), *ph = hproj.data<T>(), *pv = h.data<T>(), *pg = grad.data<T>();
       T *qx = dx.data<T>(), *qh = dhp.data<T>(), *qv = dh.data<T>();
+      const auto backward_row = detail::kernels<T>().gru.backward;
       for (std::int64_t b = 0; b < batch; ++b, px += 3 * n, ph += 3 * n, pv += n, pg += n, qx += 3 * n, qh += 3 * n, qv += n)
-        detail::GruKernel<T>::backward(px, ph, pv, pg, qx, qh, qv, n);
+        backward_row(px, ph, pv, pg, qx, qh, qv, n);
     });
     return {dx, dhp, dh};
   }

@@ -9,7 +9,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/join.hpp>
-#include <recur/ops/nn/cell_kernels_detail.hpp>
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/unary.hpp>
@@ -28,8 +28,9 @@ struct LstmPointwise {
       const T *pg = gates.data<T>(), *pc = c.data<T>();
       T* po = out.data<T>();  // each row [h', c']
       std::vector<T> scratch(static_cast<std::size_t>(5 * n));  // the activations [4n], tanh(c') [n]
+      const auto forward_row = detail::kernels<T>().lstm.forward;
       for (std::int64_t b = 0; b < batch; ++b, pg += 4 * n, pc += n, po += 2 * n)
-        detail::LstmKernel<T>::forward(pg, scratch.data(), pc, po + n, po, scratch.data() + 4 * n, n);
+        forward_row(pg, scratch.data(), pc, po + n, po, scratch.data() + 4 * n, n);
     });
     return out;
   }
@@ -58,12 +59,13 @@ struct LstmPointwise {
       const T *pg = gates.data<T>(), *pc = c.data<T>(), *po = out.data<T>(), *pd = grad.data<T>();
       T *dg = dgates.data<T>(), *dcp = dc.data<T>();
       std::vector<T> scratch(static_cast<std::size_t>(n));
+      const auto& lstm = detail::kernels<T>().lstm;
       for (std::int64_t b = 0; b < batch; ++b, pg += 4 * n, pc += n, po += 2 * n, pd += 2 * n, dg += 4 * n, dcp += n) {
         // The kernel works in place: the activations become the gates' gradients, the
         // gradient reaching c' becomes the one reaching c.
-        detail::LstmKernel<T>::activations(pg, dg, n);
+        lstm.activations(pg, dg, n);
         std::copy(pd + n, pd + 2 * n, dcp);
-        detail::LstmKernel<T>::backward(dg, pc, po + n, pd, dcp, scratch.data(), n);
+        lstm.backward(dg, pc, po + n, pd, dcp, scratch.data(), n);
       }
     });
     return {dgates, dc};

@@ -5,10 +5,9 @@
 // recur's ops, so gradients of gradients work. Gate order is PyTorch's.
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
+#include <recur/ops/nn/nonlinearity.hpp>
 
 namespace recur::nn {
-
-enum class Nonlinearity { tanh, relu };
 
 // act(xproj + hproj), both [B, H] (no broadcasting).
 Tensor rnn_pointwise(const Tensor& xproj, const Tensor& hproj, Nonlinearity act = Nonlinearity::tanh);

@@ -2,7 +2,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/compare.hpp>
 #include <recur/ops/define.hpp>
-#include <recur/ops/nn/cell_kernels_detail.hpp>
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 
@@ -17,7 +17,7 @@ struct RnnPointwise {
     detail::check_step_argument(name, xproj, "xproj", 1, hproj, "hproj");
     return dispatch_floating(name, xproj.dtype(), [&]<class T>() {
       Tensor y = binary_map<T>(name, xproj, hproj, [](T x, T h) { return x + h; });
-      detail::RnnKernel<T>::forward(y.data<T>(), y.numel(), act);
+      detail::kernels<T>().rnn.forward(y.data<T>(), y.numel(), act);
       return y;
     });
   }
@@ -29,8 +29,8 @@ struct RnnPointwise {
     if constexpr (std::is_same_v<V, Tensor>) {
       d = Tensor::empty(a.grad.shape(), a.grad.dtype());
       dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
-        detail::RnnKernel<T>::backward(a.output.template data<T>(), a.grad.template data<T>(), d.template data<T>(),
-                                       d.numel(), act);
+        detail::kernels<T>().rnn.backward(a.output.template data<T>(), a.grad.template data<T>(),
+                                          d.template data<T>(), d.numel(), act);
       });
     } else if (act == Nonlinearity::tanh) {
       d = a.grad * (1.0 - a.output * a.output);

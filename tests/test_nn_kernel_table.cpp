@@ -1,0 +1,210 @@
+// The tables of cell kernels (ops/nn/cell_kernel_table_detail.hpp): every function of every
+// table this CPU runs gives the portable table's bits, on rows that end mid-vector and on
+// values from the saturated tails, NaN and infinity included; whole fused layers (LSTM,
+// both GRU forms, RNN) give the same outputs and gradients bit for bit whichever table
+// runs; the table in use is the fastest one unless RECUR_CPU_KERNELS=portable (a ctest
+// entry runs these tests once more with it set).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/recur.hpp>
+
+namespace recur::nn::detail {
+namespace {
+
+// Switches to a table for a scope and back.
+class UsingKernels {
+ public:
+  explicit UsingKernels(KernelIsa isa) : before_(kernel_isa()) { EXPECT_TRUE(use_kernel_isa(isa)); }
+  ~UsingKernels() { use_kernel_isa(before_); }
+  UsingKernels(const UsingKernels&) = delete;
+  UsingKernels& operator=(const UsingKernels&) = delete;
+
+ private:
+  KernelIsa before_;
+};
+
+template <class T>
+std::vector<T> random_row(std::int64_t n, std::mt19937& gen, double scale) {
+  std::uniform_real_distribution<double> u(-scale, scale);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (T& x : v) x = static_cast<T>(u(gen));
+  // Saturated tails and non-finite values where the row is long enough.
+  const T specials[] = {T(90), T(-90), T(800), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(), T(0), T(-0.0)};
+  for (std::size_t i = 0; i < std::size(specials) && 3 * i + 2 < v.size(); ++i) v[3 * i + 2] = specials[i];
+  return v;
+}
+
+// Equal bits, or NaN on both sides: x86 keeps the first operand's NaN of a + b, and the
+// compiler may order a commutative operation's operands differently in vector code, so a
+// NaN's sign may differ; its being NaN may not.
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0 && !(std::isnan(a[i]) && std::isnan(b[i]))) return false;
+  return true;
+}
+
+// Runs every function of table k on the same inputs; returns all that they wrote, in order.
+template <class T>
+std::vector<std::vector<T>> run_all(const KernelTable<T>& k, std::int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  auto row = [&](std::int64_t len, double scale = 6) { return random_row<T>(len, gen, scale); };
+  std::vector<std::vector<T>> out;
+  const auto pre = row(4 * n), c_prev = row(n, 2), dh = row(n), dc_in = row(n);
+  {  // LSTM
+    std::vector<T> act(pre.size());
+    k.lstm.activations(pre.data(), act.data(), n);
+    std::vector<T> c(n), h(n), tc(n), act2(pre.size());
+    k.lstm.cell_update(act.data(), c_prev.data(), c.data(), n);
+    out.insert(out.end(), {act, c});
+    k.lstm.forward(pre.data(), act2.data(), c_prev.data(), c.data(), h.data(), tc.data(), n);
+    std::vector<T> dc = dc_in;
+    k.lstm.backward(act2.data(), c_prev.data(), c.data(), dh.data(), dc.data(), tc.data(), n);
+    out.insert(out.end(), {c, h, act2, dc});
+  }
+  for (Nonlinearity a : {Nonlinearity::tanh, Nonlinearity::relu}) {  // RNN
+    std::vector<T> h = row(n), d(n);
+    k.rnn.forward(h.data(), n, a);
+    k.rnn.backward(h.data(), dh.data(), d.data(), n, a);
+    out.insert(out.end(), {h, d});
+  }
+  const auto x = row(3 * n), hp = row(3 * n), hprev = row(n, 1), d_rh = row(n);
+  for (bool scaled : {true, false}) {  // GRU, the step's pieces
+    std::vector<T> act(3 * n), next(n), d(n);
+    k.gru.reset_update(x.data(), hp.data(), act.data(), n);
+    k.gru.candidate(x.data(), hp.data() + 2 * n, act.data(), scaled, n);
+    k.gru.blend(act.data(), hprev.data(), next.data(), n);
+    out.insert(out.end(), {act, next});
+    k.gru.backward_blend(act.data(), hprev.data(), dh.data(), d.data(), n);
+    std::vector<T> act2 = act, dhp_n(n), d2 = d;
+    k.gru.backward_reset_scaled(act.data(), hp.data() + 2 * n, dhp_n.data(), n);
+    k.gru.backward_reset_inner(act2.data(), d_rh.data(), hprev.data(), d2.data(), n);
+    out.insert(out.end(), {act, dhp_n, act2, d2});
+  }
+  {  // GRU, whole steps
+    std::vector<T> act(3 * n), next(n), dx(3 * n), dhp(3 * n), d(n);
+    k.gru.forward(x.data(), hp.data(), hprev.data(), next.data(), act.data(), n);
+    k.gru.backward(x.data(), hp.data(), hprev.data(), dh.data(), dx.data(), dhp.data(), d.data(), n);
+    out.insert(out.end(), {act, next, dx, dhp, d});
+  }
+  {  // rows
+    const auto a = row(n, 100), b = row(n, 100);
+    std::vector<T> s1(n), s2(n), t(n);
+    k.sigmoid_row(a.data(), nullptr, s1.data(), n);
+    k.sigmoid_row(a.data(), b.data(), s2.data(), n);
+    k.tanh_row(a.data(), t.data(), n);
+    out.insert(out.end(), {s1, s2, t});
+  }
+  return out;
+}
+
+template <class T>
+void expect_table_matches_portable(const KernelTable<T>& k) {
+  for (std::int64_t n : {1, 3, 8, 13, 64, 67, 130}) {
+    const auto want = run_all(portable_kernels<T>(), n, static_cast<unsigned>(n));
+    const auto got = run_all(k, n, static_cast<unsigned>(n));
+    ASSERT_EQ(want.size(), got.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_bits(want[i], got[i])) << "n " << n << ", result " << i;
+  }
+}
+
+TEST(KernelTable, Avx2TableGivesThePortableBits) {
+  if (!kernels_for<float>(KernelIsa::avx2)) GTEST_SKIP() << "no AVX2 table on this build or CPU";
+  expect_table_matches_portable(*kernels_for<float>(KernelIsa::avx2));
+  expect_table_matches_portable(*kernels_for<double>(KernelIsa::avx2));
+}
+
+// The check above can fail: a table whose tanh differs in one element is caught.
+TEST(KernelTable, ComparisonSeesADifferentKernel) {
+  KernelTable<float> k = portable_kernels<float>();
+  k.tanh_row = [](const float* a, float* out, std::int64_t n) {
+    portable_kernels<float>().tanh_row(a, out, n);
+    out[n - 1] = std::nextafter(out[n - 1], 2.f);
+  };
+  const auto want = run_all(portable_kernels<float>(), 13, 1), got = run_all(k, 13, 1);
+  EXPECT_FALSE(same_bits(want.back(), got.back()));
+}
+
+TEST(KernelTable, ChoiceFollowsTheCpuAndTheEnvironment) {
+  const char* env = std::getenv("RECUR_CPU_KERNELS");
+  const bool forced = env && std::string_view(env) == "portable";
+  const bool avx2 = kernels_for<float>(KernelIsa::avx2) != nullptr;
+  EXPECT_EQ(kernel_isa(), forced || !avx2 ? KernelIsa::portable : KernelIsa::avx2);
+  EXPECT_EQ(&kernels<float>(), kernels_for<float>(kernel_isa()));
+  EXPECT_TRUE(use_kernel_isa(KernelIsa::portable));
+  EXPECT_EQ(kernel_isa(), KernelIsa::portable);
+  EXPECT_EQ(use_kernel_isa(KernelIsa::avx2), avx2);
+  EXPECT_EQ(kernel_isa(), avx2 ? KernelIsa::avx2 : KernelIsa::portable);
+  use_kernel_isa(forced || !avx2 ? KernelIsa::portable : KernelIsa::avx2);
+}
+
+struct LayerRun {
+  Tensor out;
+  std::vector<Tensor> grads;
+};
+
+LayerRun run_layer(CellKind kind, bool linear_before_reset, DType dtype) {
+  Generator gen(7);
+  const std::int64_t steps = 9, batch = 3, in = 5, n = 19;
+  const std::int64_t gh = (kind == CellKind::lstm ? 4 : kind == CellKind::gru ? 3 : 1) * n;
+  Tape tape;
+  std::vector<Var> leaves{tape.variable(normal({steps, batch, in}, 0, 1, gen, dtype)),
+                          tape.variable(normal({gh, in}, 0, 0.5, gen, dtype)),
+                          tape.variable(normal({gh, n}, 0, 0.5, gen, dtype)),
+                          tape.variable(normal({batch, n}, 0, 1, gen, dtype)),
+                          tape.variable(normal({batch, n}, 0, 1, gen, dtype)),
+                          tape.variable(normal({gh}, 0, 0.5, gen, dtype)),
+                          tape.variable(normal({gh}, 0, 0.5, gen, dtype))};
+  const FusedRecurrenceOptions o{.kind = kind, .linear_before_reset = linear_before_reset};
+  const Var out = fused_recurrence(o, leaves[0], {leaves[1], leaves[2], leaves[5], leaves[6]}, leaves[3],
+                                   kind == CellKind::lstm ? leaves[4] : Var());
+  const Var loss = sum(out * tape.constant(normal(out.shape(), 0, 1, gen, dtype)));
+  if (kind != CellKind::lstm) leaves.erase(leaves.begin() + 4);  // c0 takes no part
+  LayerRun r{out.value(), {}};
+  for (const Var& g : grad(std::span<const Var>(&loss, 1), leaves)) r.grads.push_back(g.value());
+  return r;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+TEST(KernelTable, FusedLayersGiveTheSameBitsOnEveryTable) {
+  if (!kernels_for<float>(KernelIsa::avx2)) GTEST_SKIP() << "no AVX2 table on this build or CPU";
+  struct Layer {
+    CellKind kind;
+    bool linear_before_reset;
+  };
+  for (DType dtype : {DType::float32, DType::float64})
+    for (Layer l : {Layer{CellKind::lstm, true}, Layer{CellKind::gru, true}, Layer{CellKind::gru, false},
+                    Layer{CellKind::rnn, true}}) {
+      LayerRun portable, avx2;
+      {
+        UsingKernels use(KernelIsa::portable);
+        portable = run_layer(l.kind, l.linear_before_reset, dtype);
+      }
+      {
+        UsingKernels use(KernelIsa::avx2);
+        avx2 = run_layer(l.kind, l.linear_before_reset, dtype);
+      }
+      EXPECT_TRUE(same_bits(portable.out, avx2.out));
+      ASSERT_EQ(portable.grads.size(), avx2.grads.size());
+      for (std::size_t i = 0; i < portable.grads.size(); ++i)
+        EXPECT_TRUE(same_bits(portable.grads[i], avx2.grads[i])) << "gradient " << i;
+    }
+}
+
+}  // namespace
+}  // namespace recur::nn::detail
