@@ -3,8 +3,9 @@
 // sigmoid and tanh rows (fast_math_detail.hpp), reached through a table of function
 // pointers, one table per instruction set they were compiled for:
 //   portable: baseline x86-64 (SSE2) or whatever the target's baseline is;
-//   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64 (about 3x faster: the
-//             exp and select loops vectorize 8 floats wide with AVX2's integer ops).
+//   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64: the exp and select
+//             loops vectorize 8 floats wide with AVX2's integer ops, about 2x faster
+//             (bench/bench_cell_kernels.cpp).
 // kernels<T>() is the fastest table the CPU runs, chosen once; RECUR_CPU_KERNELS=portable
 // in the environment keeps the portable one. Both compute the same IEEE operations in the
 // same order (no FMA contraction, no reassociation), so their results are bit-identical
