@@ -1,8 +1,9 @@
 // The fused layer op (fused_recurrence.hpp): its forward loop over time and its backward
 // in cuDNN's two parts, the time loop here (BackwardData) and the input and weight
 // gradients in fused_backward_weights.cpp (BackwardWeights). The cells' arithmetic is the
-// plain kernels of cell_kernels_detail.hpp, what an LSTM and a GRU keep and the LSTM's
-// replay of the cell states cell_replay_detail.hpp; under create_graph backward differentiates the scan of cells
+// plain kernels of cell_kernels_detail.hpp, reached through cell_kernel_table_detail.hpp;
+// what an LSTM and a GRU keep, and the LSTM's replay of the cell states, are in
+// cell_replay_detail.hpp. Under create_graph backward differentiates the scan of cells
 // (scan_recurrence.hpp).
 #include <recur/ops/nn/fused_recurrence.hpp>
 
@@ -286,7 +287,7 @@ struct FusedRecurrence {
         for (std::int64_t b = 0; b < batch; ++b)
           if (runs(t, b))  // a finished element's dc passes through unchanged
             kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
-                                            scratch.data(), n);
+                                  scratch.data(), n);
       } else if (gru()) {
         const T* hprev = s == 0 ? in[3].data<T>() : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
