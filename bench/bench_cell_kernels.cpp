@@ -1,12 +1,12 @@
 // The cells' elementwise kernels compiled for AVX2 against the portable ones
-// (ops/nn/cell_kernel_table_detail.hpp), in the same run: one LSTM step's elementwise
+// (ops/nn/cell_kernel_choice_detail.hpp), in the same run: one LSTM step's elementwise
 // forward and backward over the L configuration's rows (B64 H1024, what runs between the
 // per-step products), and whole LSTM and GRU training steps of the RNN suite's M
 // configuration with each table, paired (bench::paired_ratio: portable time / AVX2 time).
 // Without an AVX2 table on this build or CPU the AVX2 benchmarks report an error.
 #include <vector>
 
-#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
 
 #include "rnn_recur.hpp"
 
@@ -15,6 +15,7 @@ namespace {
 using recur::nn::detail::KernelIsa;
 using recur::nn::detail::KernelTable;
 using recur::nn::detail::kernels_for;
+using recur::nn::detail::ScopedKernelIsa;
 
 // One LSTM step's elementwise work on B rows of H units: forward (gates to h and c), then
 // backward from a gradient of h (gates to their gradients).
@@ -56,36 +57,23 @@ void lstm_rows(benchmark::State& state, KernelIsa isa) {
   for (auto _ : state) rows.run(*table);
 }
 
-// Switches every kernel call to `isa` while alive.
-class UsingKernels {
- public:
-  explicit UsingKernels(KernelIsa isa) : before_(recur::nn::detail::kernel_isa()) {
-    recur::nn::detail::use_kernel_isa(isa);
-  }
-  ~UsingKernels() { recur::nn::detail::use_kernel_isa(before_); }
-  UsingKernels(const UsingKernels&) = delete;
-  UsingKernels& operator=(const UsingKernels&) = delete;
-
- private:
-  KernelIsa before_;
-};
-
 void layer_paired(benchmark::State& state, bench::rnn::Cell cell) {
   if (!kernels_for<float>(KernelIsa::avx2)) return state.SkipWithError("no AVX2 kernel table on this build or CPU");
   const bench::RecurRnnStep model(cell, bench::rnn::kConfigs[1]);  // M
   bench::paired_ratio(
       state,
       [&] {
-        UsingKernels use(KernelIsa::portable);
+        const ScopedKernelIsa use(KernelIsa::portable);
         model.step();
       },
       [&] {
-        UsingKernels use(KernelIsa::avx2);
+        const ScopedKernelIsa use(KernelIsa::avx2);
         model.step();
       });
 }
 
-BENCHMARK_CAPTURE(lstm_rows, portable, KernelIsa::portable)->Name("cell_kernels/lstm_step_B64_H1024/portable")->UseRealTime();
+BENCHMARK_CAPTURE(lstm_rows, portable, KernelIsa::portable)
+    ->Name("cell_kernels/lstm_step_B64_H1024/portable")->UseRealTime();
 BENCHMARK_CAPTURE(lstm_rows, avx2, KernelIsa::avx2)->Name("cell_kernels/lstm_step_B64_H1024/avx2")->UseRealTime();
 BENCHMARK_CAPTURE(layer_paired, lstm, bench::rnn::Cell::lstm)
     ->Name("cell_kernels/lstm_M_paired_portable_with_avx2")->UseRealTime();

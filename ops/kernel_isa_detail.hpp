@@ -4,7 +4,7 @@
 // their functions in `inline namespace RECUR_KERNEL_ISA`, so a file compiled with -mavx2
 // (ops/nn/cell_kernels_avx2.cpp) makes functions of other names than the portable ones:
 // the linker can never pick an AVX2 copy of an inline function for a caller that must run
-// on any x86-64 CPU. Callers reach the kernels through nn/cell_kernel_table_detail.hpp.
+// on any x86-64 CPU. Callers reach the kernels through nn/cell_kernel_choice_detail.hpp.
 #ifndef RECUR_KERNEL_ISA
 #define RECUR_KERNEL_ISA isa_base
 #endif

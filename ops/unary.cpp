@@ -6,7 +6,7 @@
 #include <recur/ops/compare.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/fast_math_detail.hpp>
-#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
 
 namespace recur {
 namespace {

@@ -2,8 +2,8 @@
 // table this CPU runs gives the portable table's bits, on rows that end mid-vector and on
 // values from the saturated tails, NaN and infinity included; whole fused layers (LSTM,
 // both GRU forms, RNN) give the same outputs and gradients bit for bit whichever table
-// runs; the table in use is the fastest one unless RECUR_CPU_KERNELS=portable (a ctest
-// entry runs these tests once more with it set).
+// runs; the table in use is the fastest one unless RECUR_CPU_KERNELS says otherwise (a
+// ctest entry runs these tests once more with it set to portable).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,23 +14,20 @@
 #include <string_view>
 #include <vector>
 
-#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
 #include <recur/recur.hpp>
 
 namespace recur::nn::detail {
 namespace {
 
-// Switches to a table for a scope and back.
-class UsingKernels {
- public:
-  explicit UsingKernels(KernelIsa isa) : before_(kernel_isa()) { EXPECT_TRUE(use_kernel_isa(isa)); }
-  ~UsingKernels() { use_kernel_isa(before_); }
-  UsingKernels(const UsingKernels&) = delete;
-  UsingKernels& operator=(const UsingKernels&) = delete;
-
- private:
-  KernelIsa before_;
-};
+// Whether this build on this CPU must have the AVX2 table: an x86-64 CPU that runs AVX2.
+bool avx2_expected() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
 
 template <class T>
 std::vector<T> random_row(std::int64_t n, std::mt19937& gen, double scale) {
@@ -115,8 +112,17 @@ void expect_table_matches_portable(const KernelTable<T>& k) {
     const auto want = run_all(portable_kernels<T>(), n, static_cast<unsigned>(n));
     const auto got = run_all(k, n, static_cast<unsigned>(n));
     ASSERT_EQ(want.size(), got.size());
-    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_bits(want[i], got[i])) << "n " << n << ", result " << i;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(same_bits(want[i], got[i])) << "n " << n << ", result " << i;
   }
+}
+
+// On x86-64 the AVX2 table is built (CMakeLists.txt compiles its file with -mavx2): were the
+// flag lost, the comparisons below would skip, so this test fails instead.
+TEST(KernelTable, Avx2TableExistsWhereTheCpuRunsIt) {
+  if (!avx2_expected()) GTEST_SKIP() << "not an x86-64 CPU with AVX2";
+  EXPECT_NE(kernels_for<float>(KernelIsa::avx2), nullptr);
+  EXPECT_NE(kernels_for<double>(KernelIsa::avx2), nullptr);
 }
 
 TEST(KernelTable, Avx2TableGivesThePortableBits) {
@@ -138,7 +144,7 @@ TEST(KernelTable, ComparisonSeesADifferentKernel) {
 
 TEST(KernelTable, ChoiceFollowsTheCpuAndTheEnvironment) {
   const char* env = std::getenv("RECUR_CPU_KERNELS");
-  const bool forced = env && std::string_view(env) == "portable";
+  const bool forced = env && std::string_view(env) != "auto" && std::string_view(env) != "avx2";
   const bool avx2 = kernels_for<float>(KernelIsa::avx2) != nullptr;
   EXPECT_EQ(kernel_isa(), forced || !avx2 ? KernelIsa::portable : KernelIsa::avx2);
   EXPECT_EQ(&kernels<float>(), kernels_for<float>(kernel_isa()));
@@ -192,11 +198,13 @@ TEST(KernelTable, FusedLayersGiveTheSameBitsOnEveryTable) {
                     Layer{CellKind::rnn, true}}) {
       LayerRun portable, avx2;
       {
-        UsingKernels use(KernelIsa::portable);
+        const ScopedKernelIsa use(KernelIsa::portable);
+        ASSERT_TRUE(use.switched());
         portable = run_layer(l.kind, l.linear_before_reset, dtype);
       }
       {
-        UsingKernels use(KernelIsa::avx2);
+        const ScopedKernelIsa use(KernelIsa::avx2);
+        ASSERT_TRUE(use.switched());
         avx2 = run_layer(l.kind, l.linear_before_reset, dtype);
       }
       EXPECT_TRUE(same_bits(portable.out, avx2.out));

@@ -8,8 +8,8 @@
 //
 // Each row function is a few branch-free loops that the compiler vectorizes; the
 // activations are the row kernels of ops/fast_math_detail.hpp. Callers reach them through
-// cell_kernel_table_detail.hpp, which has them compiled for the portable baseline and for
-// AVX2 (the inline namespace below keeps the two copies apart).
+// cell_kernel_choice_detail.hpp: they are compiled for the portable baseline and for AVX2
+// (cell_kernel_table_detail.hpp; the inline namespace below keeps the two copies apart).
 #include <cstdint>
 
 #include <recur/ops/fast_math_detail.hpp>

@@ -1,7 +1,7 @@
 // The fused layer op (fused_recurrence.hpp): its forward loop over time and its backward
 // in cuDNN's two parts, the time loop here (BackwardData) and the input and weight
 // gradients in fused_backward_weights.cpp (BackwardWeights). The cells' arithmetic is the
-// plain kernels of cell_kernels_detail.hpp, reached through cell_kernel_table_detail.hpp;
+// plain kernels of cell_kernels_detail.hpp, reached through cell_kernel_choice_detail.hpp;
 // what an LSTM and a GRU keep, and the LSTM's replay of the cell states, are in
 // cell_replay_detail.hpp. Under create_graph backward differentiates the scan of cells
 // (scan_recurrence.hpp).
@@ -19,7 +19,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
-#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
 #include <recur/ops/nn/cell_replay_detail.hpp>
 #include <recur/ops/nn/fused_recurrence_detail.hpp>
 #include <recur/ops/nn/scan_recurrence.hpp>
@@ -343,7 +343,8 @@ struct FusedRecurrence {
     if (reset_inside())
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
-    for (std::int64_t b = 0; b < batch; ++b) gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
+    for (std::int64_t b = 0; b < batch; ++b)
+      gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
     if (reset_inside()) {
       // r h's gradient dn W_hn, into the reset gate's and h_prev's.
       blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);

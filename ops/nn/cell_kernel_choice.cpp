@@ -1,6 +1,6 @@
-// Which table of cell kernels runs (cell_kernel_table_detail.hpp): decided once, from the
+// Which table of cell kernels runs (cell_kernel_choice_detail.hpp): decided once, from the
 // CPU and RECUR_CPU_KERNELS.
-#include <recur/ops/nn/cell_kernel_table_detail.hpp>
+#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
 
 #include <atomic>
 #include <cstdlib>
@@ -11,6 +11,7 @@ namespace {
 
 bool cpu_runs_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();  // may be called before libgcc's own initializer has run
   return __builtin_cpu_supports("avx2");  // also checks that the OS saves the YMM registers
 #else
   return false;
@@ -19,8 +20,9 @@ bool cpu_runs_avx2() {
 
 KernelIsa initial_isa() {
   const char* env = std::getenv("RECUR_CPU_KERNELS");
-  if (env && std::string_view(env) == "portable") return KernelIsa::portable;
-  return avx2_kernels<float>() && cpu_runs_avx2() ? KernelIsa::avx2 : KernelIsa::portable;
+  const std::string_view wanted = env ? env : "auto";
+  if (wanted != "auto" && wanted != "avx2") return KernelIsa::portable;
+  return kernels_for<float>(KernelIsa::avx2) ? KernelIsa::avx2 : KernelIsa::portable;
 }
 
 std::atomic<KernelIsa>& current() {
@@ -33,7 +35,7 @@ std::atomic<KernelIsa>& current() {
 template <class T>
 const KernelTable<T>* kernels_for(KernelIsa isa) {
   if (isa == KernelIsa::portable) return &portable_kernels<T>();
-  return cpu_runs_avx2() ? avx2_kernels<T>() : nullptr;
+  return cpu_runs_avx2() ? avx2_kernels<T>() : nullptr;  // the CPU first: that file is AVX2 code
 }
 
 template const KernelTable<float>* kernels_for<float>(KernelIsa);
