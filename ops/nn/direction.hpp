@@ -14,4 +14,9 @@ namespace recur::nn::detail {
 DirectionOutput run_direction(CellKind kind, const RecurrentOptions& options, const Var& input, const CellWeights& w,
                               const Var& h0, const Var& c0, bool reverse, const std::vector<std::int64_t>& lengths);
 
+// The fused op's path of run_direction, also the ONNX importer's (the same results from
+// options, whose lengths are empty or one value per batch element).
+DirectionOutput fused_direction(const FusedRecurrenceOptions& options, const Var& input, const CellWeights& w,
+                                const Var& h0, const Var& c0);
+
 }  // namespace recur::nn::detail

@@ -11,7 +11,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
@@ -52,9 +51,7 @@ struct OpView {
     node(type, inputs, o);
     return o;
   }
-  std::string ints(const Ints& values, const std::string& hint) const {
-    return graph.constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), out() + "_" + hint);
-  }
+  std::string ints(const Ints& values, const std::string& hint) const { return graph.ints(values, out() + "_" + hint); }
 
   // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
   // the recorded output (on random inputs, the only one), in every trace: with a symbolic

@@ -3,7 +3,6 @@
 // constants of the batch's size.
 #include <algorithm>
 
-#include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
 #include <recur/ops/broadcast.hpp>
 #include <recur/ops/indexing.hpp>
@@ -24,10 +23,6 @@ const std::string& batch_size(StepGraph& graph) {
     set_attribute(n, "end", b.axis + 1);
   }
   return b.batch_name;
-}
-
-std::string int64s(StepGraph& graph, const std::vector<std::int64_t>& values, const std::string& hint) {
-  return graph.constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), hint);
 }
 
 }  // namespace
@@ -54,12 +49,12 @@ std::string StepGraph::shape_of(std::uint32_t node, const std::string& user, con
   const Shape& shape = trace.value(node).shape();
   const std::vector<std::int64_t> factors = batch_factors(trace, batch, node);
   if (std::all_of(factors.begin(), factors.end(), [](std::int64_t k) { return k == 0; }))
-    return int64s(*this, std::vector<std::int64_t>(shape.begin(), shape.end()), hint);
+    return ints(std::vector<std::int64_t>(shape.begin(), shape.end()), hint);
   // Runs of fixed sizes as constants, each batch-scaled size the batch size times its factor.
   std::vector<std::string> parts;
   std::vector<std::int64_t> fixed;
   auto flush = [&] {
-    if (!fixed.empty()) parts.push_back(int64s(*this, fixed, hint + "_fixed"));
+    if (!fixed.empty()) parts.push_back(ints(fixed, hint + "_fixed"));
     fixed.clear();
   };
   for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -75,7 +70,7 @@ std::string StepGraph::shape_of(std::uint32_t node, const std::string& user, con
     flush();
     parts.push_back(factors[k] == 1 ? batch_size(*this) : names.unique(hint + "_scaled"));
     if (factors[k] != 1)
-      add_node(body, "Mul", {batch_size(*this), int64s(*this, {factors[k]}, hint + "_factor")}, {parts.back()},
+      add_node(body, "Mul", {batch_size(*this), ints({factors[k]}, hint + "_factor")}, {parts.back()},
                names.unique("node_" + parts.back()));
   }
   flush();

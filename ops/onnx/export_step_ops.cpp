@@ -278,10 +278,6 @@ const Emitters& emitters() {
 
 }  // namespace
 
-bool identical(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && to_vector<double>(a) == to_vector<double>(b);
-}
-
 std::string Names::unique(const std::string& hint) {
   std::string name = hint;
   for (int k = 2; used_.contains(name); ++k) name = hint + "_" + std::to_string(k);
@@ -294,6 +290,10 @@ const std::string& StepGraph::name_of(std::uint32_t node) {
   if (trace.kind(node) != TracedKind::constant)
     fail<ValueError>(op, "node ", node, " of the step is used before it is computed");  // a bug, not the user's
   return value_names.emplace(node, constant_of(node)).first->second;
+}
+
+std::string StepGraph::ints(const std::vector<std::int64_t>& values, const std::string& hint) {
+  return constant(from_vector(values, {static_cast<std::int64_t>(values.size())}), hint);
 }
 
 std::string StepGraph::constant(const Tensor& value, const std::string& hint) {

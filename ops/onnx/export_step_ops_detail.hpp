@@ -51,6 +51,8 @@ struct StepGraph {
   const std::string& name_of(std::uint32_t node);
   // A Constant node holding `value`; returns its output's name.
   std::string constant(const Tensor& value, const std::string& hint);
+  // A Constant node holding the int64 vector `values` (a shape, axes, sizes).
+  std::string ints(const std::vector<std::int64_t>& values, const std::string& hint);
   // The body value of constant node `node` (what name_of adds on first use).
   std::string constant_of(std::uint32_t node);
   // The traces `node`'s value is in: this one, and the batch trace when there is one.
@@ -64,9 +66,6 @@ struct StepGraph {
 // Per dimension of `node`'s value: 0 fixed, k > 0 k times the batch size, -1 changing with
 // the batch size but not in proportion. All 0 without a symbolic batch (null).
 std::vector<std::int64_t> batch_factors(const StepTrace& trace, const BatchTrace* batch, std::uint32_t node);
-
-// Equal shapes, dtypes and elements; NaN equals nothing, so no attribute is told from NaNs.
-bool identical(const Tensor& a, const Tensor& b);
 
 // Adds the body nodes that compute traced op `op` (its output named in value_names).
 // UnsupportedError naming the op when it has no ONNX form; ValueError when its attributes

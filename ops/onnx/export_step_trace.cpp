@@ -63,14 +63,6 @@ class TraceScope final : public RecordingScope {
   std::vector<TracedOp>& seen_;
 };
 
-// Equal shapes, dtypes and elements (NaN equal to NaN).
-bool identical(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const auto x = to_vector<double>(a), y = to_vector<double>(b);
-  return std::equal(x.begin(), x.end(), y.begin(),
-                    [](double p, double q) { return p == q || (std::isnan(p) && std::isnan(q)); });
-}
-
 // Keeps the ops that depend on an input or a parameter; the others are constants.
 void keep_dynamic_ops(std::string_view op, StepTrace& trace, const std::vector<TracedOp>& seen) {
   std::set<std::uint32_t> dynamic(trace.inputs.begin(), trace.inputs.end());
@@ -126,13 +118,20 @@ StepTrace trace_once(std::string_view op, const OnnxBody& body, const std::vecto
 std::string difference(const StepTrace& a, const StepTrace& b) {
   if (std::string ops = op_difference(a, b); !ops.empty()) return ops + " for different values (control flow on values?)";
   for (std::uint32_t n = 0; n < a.tape->size(); ++n)
-    if (a.kind(n) == TracedKind::constant && !identical(a.value(n), b.value(n)))
+    if (a.kind(n) == TracedKind::constant && !identical(a.value(n), b.value(n), true))
       return "node " + std::to_string(n) + " is a constant computed from the step's inputs (a comparison mask or "
              "another value without gradient?), which an ONNX body cannot hold";
   return "";
 }
 
 }  // namespace
+
+bool identical(const Tensor& a, const Tensor& b, bool nan_equal) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const auto x = to_vector<double>(a), y = to_vector<double>(b);
+  return std::equal(x.begin(), x.end(), y.begin(),
+                    [&](double p, double q) { return p == q || (nan_equal && std::isnan(p) && std::isnan(q)); });
+}
 
 std::string op_difference(const StepTrace& a, const StepTrace& b) {
   if (a.tape->size() != b.tape->size() || a.ops.size() != b.ops.size() || a.outputs != b.outputs)

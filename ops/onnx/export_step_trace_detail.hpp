@@ -54,6 +54,10 @@ struct StepTrace {
 // is not strict is seen op by op, unrolled).
 StepTrace trace_step(std::string_view op, const OnnxBody& body, const std::vector<Tensor>& input_examples);
 
+// Equal shapes, dtypes and elements. A NaN equals a NaN only with nan_equal: two traces'
+// constants agree where both hold NaN, but no attribute is ever told from NaNs.
+bool identical(const Tensor& a, const Tensor& b, bool nan_equal = false);
+
 // "" when two traces record the same ops on the same nodes, else what differs.
 std::string op_difference(const StepTrace& a, const StepTrace& b);
 

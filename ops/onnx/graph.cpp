@@ -85,13 +85,17 @@ std::vector<Value> run_graph(const ModelState& model, const ::onnx::GraphProto& 
   return run_nodes(model, graph, scope);
 }
 
+void for_each_body(const ::onnx::NodeProto& node, const std::function<void(const ::onnx::GraphProto&)>& visit) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) visit(a.g());
+    for (const auto& g : a.graphs()) visit(g);
+  }
+}
+
 void for_each_graph(const ::onnx::GraphProto& graph, const std::function<void(const ::onnx::GraphProto&)>& visit) {
   visit(graph);
   for (const auto& node : graph.node())
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) for_each_graph(a.g(), visit);
-      for (const auto& g : a.graphs()) for_each_graph(g, visit);
-    }
+    for_each_body(node, [&](const ::onnx::GraphProto& body) { for_each_graph(body, visit); });
 }
 
 }  // namespace recur::onnx::detail

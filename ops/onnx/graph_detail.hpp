@@ -24,6 +24,8 @@ namespace recur::onnx::detail {
 // Whether a node's (or an opset import's) domain is ONNX's default one, the one recur imports.
 inline bool in_default_domain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// Calls visit on each body graph of the node (a Loop's, an If's branches, a Scan's).
+void for_each_body(const ::onnx::NodeProto& node, const std::function<void(const ::onnx::GraphProto&)>& visit);
 // Calls visit on the graph and on every body graph inside it, outermost first.
 void for_each_graph(const ::onnx::GraphProto& graph, const std::function<void(const ::onnx::GraphProto&)>& visit);
 

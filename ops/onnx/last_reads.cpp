@@ -18,16 +18,6 @@ namespace {
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
 
-bool default_domain(const NodeProto& n) { return in_default_domain(n.domain()); }
-
-template <class F>
-void for_each_body(const NodeProto& n, F&& visit) {
-  for (const auto& a : n.attribute()) {
-    if (a.has_g()) visit(a.g());
-    for (const auto& g : a.graphs()) visit(g);
-  }
-}
-
 // Every name a body graph (and the bodies inside it) reads.
 void add_names_read(const GraphProto& body, std::unordered_set<std::string>& names) {
   for_each_graph(body, [&](const GraphProto& g) {
@@ -37,7 +27,7 @@ void add_names_read(const GraphProto& body, std::unordered_set<std::string>& nam
 
 // Where the node's scan outputs begin among its outputs; nullopt for other nodes.
 std::optional<int> first_scan_output(const NodeProto& n, std::int64_t opset) {
-  if (!default_domain(n)) return std::nullopt;
+  if (!in_default_domain(n.domain())) return std::nullopt;
   if (n.op_type() == "Loop" && n.input_size() >= 2) return n.input_size() - 2;
   if (n.op_type() != "Scan" || opset < 9) return std::nullopt;  // opset 8's outputs have a batch axis first
   for (const auto& a : n.attribute())
@@ -48,13 +38,13 @@ std::optional<int> first_scan_output(const NodeProto& n, std::int64_t opset) {
 
 // A Gather or Slice taking `name` as its data and nothing else.
 bool reads_as_data(const NodeProto& n, const std::string& name) {
-  if (!default_domain(n) || (n.op_type() != "Gather" && n.op_type() != "Slice")) return false;
+  if (!in_default_domain(n.domain()) || (n.op_type() != "Gather" && n.op_type() != "Slice")) return false;
   return n.input(0) == name && std::count(n.input().begin(), n.input().end(), name) == 1;
 }
 
 // The value of an int64 Constant node (value, value_int or value_ints); nullopt for others.
 std::optional<Tensor> int64_constant(const NodeProto& n) {
-  if (!default_domain(n) || n.op_type() != "Constant" || n.output_size() != 1) return std::nullopt;
+  if (!in_default_domain(n.domain()) || n.op_type() != "Constant" || n.output_size() != 1) return std::nullopt;
   for (const auto& a : n.attribute()) {
     if (a.name() == "value" && a.t().data_type() == ::onnx::TensorProto::INT64) return tensor_from_proto(a.t(), n.name());
     if (a.name() == "value_int") return full({}, static_cast<double>(a.i()), DType::int64);

@@ -11,8 +11,8 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/nn/direction.hpp>
 #include <recur/ops/nn/fused_recurrence.hpp>
-#include <recur/ops/nn/sequence_lengths_detail.hpp>
 #include <recur/ops/onnx/op_helpers_detail.hpp>
 #include <recur/ops/onnx/recurrent_cells_detail.hpp>
 #include <recur/ops/onnx/registry_detail.hpp>
@@ -62,7 +62,7 @@ std::optional<nn::Nonlinearity> fused_nonlinearity(const OnnxCell& cell, bool pe
 DirectionStates fused_direction(const OnnxCell& cell, nn::Nonlinearity nonlinearity, const Var& x,
                                 const DirectionWeights& w, const Var& h0, const Var& c0, bool reverse,
                                 const std::vector<std::int64_t>& lengths) {
-  const std::int64_t hidden = h0.size(1), steps = x.size(0);
+  const std::int64_t hidden = h0.size(1);
   const nn::CellWeights pytorch{.w_ih = reorder_gates(w.w, cell.kind, hidden, 0),
                                 .w_hh = reorder_gates(w.r, cell.kind, hidden, 0),
                                 .b_ih = reorder_gates(w.wb, cell.kind, hidden, 0),
@@ -72,12 +72,9 @@ DirectionStates fused_direction(const OnnxCell& cell, nn::Nonlinearity nonlinear
                                            .linear_before_reset = cell.linear_before_reset,
                                            .reverse = reverse,
                                            .lengths = lengths.empty() ? SequenceLengths() : SequenceLengths(lengths)};
-  // The split form: Y's gradient reaches the op as it is, without a padded copy (LSTM).
-  const nn::FusedOutputs out = nn::fused_recurrence_split(options, x, pytorch, h0, c0);
-  const Var& hs = out.outputs;  // [T, B, H]
-  // Past an element's length its rows hold its carried state: ONNX wants zeros there. The
-  // loop's last row is every element's final state.
-  return {nn::detail::fill_past_lengths(hs, lengths), index(hs, 0, reverse ? 0 : steps - 1), out.c_n};
+  // Y zero past each element's length, as ONNX wants, and the states after its last step.
+  const nn::detail::DirectionOutput out = nn::detail::fused_direction(options, x, pytorch, h0, c0);
+  return {out.outputs, out.h_n, out.c_n};
 }
 
 // sequence_lens as per-element lengths; empty when absent or every one is the full length.
