@@ -78,7 +78,7 @@ std::size_t Recompute::replay_bytes(std::uint32_t begin, std::uint32_t end) cons
   return most;
 }
 
-void Recompute::truncate(std::uint32_t size) {
+void Recompute::truncate(std::uint32_t size) noexcept {
   while (!ranges_.empty() && ranges_.back().end > size) ranges_.pop_back();
   std::erase_if(chains_, [&](const auto& c) { return c->begin() > size || c->end() > size; });
 }

@@ -37,7 +37,7 @@ class Recompute {
   // ScanMemory::replay_bytes); ranges and chains a backward consumed whole count 0.
   std::size_t replay_bytes(std::uint32_t begin, std::uint32_t end) const;
   // Forgets the ranges that reach past node `size` (the tape drops those nodes).
-  void truncate(std::uint32_t size);
+  void truncate(std::uint32_t size) noexcept;
 
   // ---- during a backward pass, which walks the nodes downwards ----------------------------
   // Releases again the recomputed ranges above node `i`: the pass is done with them.

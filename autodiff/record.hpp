@@ -4,6 +4,7 @@
 // recorded), and pushes a node that keeps the op for backward. Under NoGrad, or when no
 // input needs a gradient, the node keeps only the value.
 #include <array>
+#include <new>
 #include <span>
 #include <utility>
 #include <vector>
@@ -81,11 +82,16 @@ std::vector<Var> record_outputs(Op op, std::span<const Var> inputs) {
 
 // Runs f(), a composite op that records several nodes on `tape`; if it throws, the nodes it
 // recorded are dropped, so a failed op leaves the tape unchanged like a single op does.
+// Memory running out anywhere inside (a std::bad_alloc from a container as much as from a
+// tensor) is a MemoryError, after the rollback; the rollback itself does not throw.
 template <class F>
 auto transactional(Tape& tape, F&& f) {
   const auto size = tape.size();
   try {
     return f();
+  } catch (const std::bad_alloc&) {
+    TapeAccess::truncate(tape, size);
+    fail<MemoryError>("tape", "out of memory (std::bad_alloc) while recording; what was recorded is rolled back");
   } catch (...) {
     TapeAccess::truncate(tape, size);
     throw;

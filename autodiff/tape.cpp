@@ -2,6 +2,7 @@
 #include <recur/autodiff/tape.hpp>
 
 #include <algorithm>
+#include <new>
 #include <unordered_set>
 
 #include <recur/autodiff/no_grad.hpp>
@@ -43,11 +44,17 @@ Tape::Tape() {
 Tape::~Tape() { detail::unregister_tape(*this, slot_); }
 
 Var Tape::push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op, bool requires_grad) {
-  detail::Node& n = nodes_.emplace();
-  n.value = std::move(value);
-  if (op) n.inputs.assign(inputs.begin(), inputs.end());
-  n.op = std::move(op);
-  n.requires_grad = requires_grad;
+  const std::uint32_t size = this->size();
+  try {
+    detail::Node& n = nodes_.emplace();
+    n.value = std::move(value);
+    if (op) n.inputs.assign(inputs.begin(), inputs.end());
+    n.op = std::move(op);
+    n.requires_grad = requires_grad;
+  } catch (const std::bad_alloc&) {  // no half-made node stays behind
+    truncate(size);
+    fail<MemoryError>("tape", "out of memory (std::bad_alloc) while recording node ", size);
+  }
   return handle(nodes_.size() - 1);
 }
 
@@ -101,7 +108,7 @@ Var Tape::read(const Shared& shared) {
   return v;
 }
 
-void Tape::truncate(std::uint32_t size) {
+void Tape::truncate(std::uint32_t size) noexcept {
   while (nodes_.size() > size) nodes_.pop_back();
   if (recompute_) recompute_->truncate(size);
   while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();

@@ -104,7 +104,7 @@ class Tape : NonCopyable {
   Var push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op, bool requires_grad);
   Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
   bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
-  void truncate(std::uint32_t size);
+  void truncate(std::uint32_t size) noexcept;
   // One branch while no scope checks inputs (see autodiff/recording_scope.hpp).
   void check_inputs(std::string_view op, std::span<const std::uint32_t> inputs) const {
     if (checking_scopes_ > 0) check_inputs_in_scope(op, inputs);

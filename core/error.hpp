@@ -22,6 +22,8 @@ struct GradientError : Error { using Error::Error; };  // a gradient that cannot
 struct VersionError : Error { using Error::Error; };   // a shared value changed under a tape
 struct IOError : Error { using Error::Error; };        // files: missing, truncated, wrong type
 struct MemoryError : Error { using Error::Error; };    // the system could not provide a buffer
+struct LimitError : Error { using Error::Error; };     // a bound the caller set was reached (iterations)
+struct CancelledError : Error { using Error::Error; }; // the caller asked the running work to stop
 
 namespace detail {
 template <class... Parts>

@@ -16,6 +16,14 @@ std::string to_string(const Shape& s) {
 
 std::ostream& operator<<(std::ostream& o, const Shape& s) { return o << to_string(s); }
 
+namespace detail {
+void fail_numel(std::string_view op, const Shape& s) {
+  if (std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; }))
+    fail<ShapeError>(op, "shape ", to_string(s), " has a negative size");
+  fail<ShapeError>(op, "shape ", to_string(s), " has more elements than an int64 can count");
+}
+}  // namespace detail
+
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b, std::string_view a_name,
                        std::string_view b_name) {
   if (a == b) return a;

@@ -15,10 +15,21 @@ namespace recur {
 using Shape = boost::container::small_vector<std::int64_t, 4>;
 using Axes = boost::container::small_vector<std::int64_t, 4>;
 
-inline std::int64_t numel(const Shape& s) {
+namespace detail {
+[[noreturn]] void fail_numel(std::string_view op, const Shape& s);
+}
+
+// The number of elements of a tensor of shape `s`. ShapeError naming `op` and the shape if
+// a size is negative, or if the sizes other than 0 multiply past int64 (as NumPy refuses
+// such shapes, empty or not: their strides would overflow), never a wrapped count.
+inline std::int64_t numel(const Shape& s, std::string_view op = "shape") {
   std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
+  bool empty = false;
+  for (auto d : s) {
+    if (d < 0 || (d > 0 && __builtin_mul_overflow(n, d, &n))) detail::fail_numel(op, s);
+    empty = empty || d == 0;
+  }
+  return empty ? 0 : n;
 }
 std::string to_string(const Shape& s);
 std::ostream& operator<<(std::ostream& o, const Shape& s);

@@ -1,6 +1,9 @@
 #include <recur/core/storage.hpp>
 
 #include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
 #include <new>
 #include <vector>
 
@@ -50,6 +53,23 @@ ThreadPool& pool() {
 
 static_assert(sizeof(Storage) <= kHeader);
 
+// Linux overcommits memory: a request larger than what the system has free succeeds, and
+// the process is killed when it touches the pages. A large request is first checked against
+// MemAvailable, so that it fails as a MemoryError instead (a hostile model's Expand to
+// 20 GiB on a 16 GiB machine). Reading /proc costs microseconds; filling 64 MiB, far more.
+constexpr std::size_t kCheckedBytes = std::size_t{64} << 20;
+
+std::uint64_t available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::numeric_limits<std::uint64_t>::max();  // not Linux, or no such line: no check
+}
+
 }  // namespace
 
 StoragePtr Storage::allocate(std::size_t bytes) {
@@ -64,6 +84,7 @@ StoragePtr Storage::allocate(std::size_t bytes) {
     p.cached -= block;
     ++p.hits;
   } else {
+    if (block >= kCheckedBytes && block > available_bytes()) throw std::bad_alloc();
     mem = std::aligned_alloc(64, kHeader + block);
     if (!mem) throw std::bad_alloc();
     ++p.system_allocations;
@@ -102,7 +123,14 @@ void Storage::destroy() {
     std::free(this);
     return;
   }
-  p.free[k].push_back(this);
+  // Freeing must not throw (it runs while a failed run is rolled back, often because memory
+  // ran out): if the free list cannot grow, the block goes back to the system instead.
+  try {
+    p.free[k].push_back(this);
+  } catch (const std::bad_alloc&) {
+    std::free(this);
+    return;
+  }
   p.cached += block;
 }
 

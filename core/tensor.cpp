@@ -1,6 +1,7 @@
 #include <recur/core/tensor.hpp>
 
 #include <new>
+#include <type_traits>
 
 namespace recur {
 
@@ -10,13 +11,10 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t;
-  t.numel_ = 1;
-  std::int64_t bytes = static_cast<std::int64_t>(size_of(dtype));
-  for (auto d : shape) {
-    if (d < 0) fail<ShapeError>("empty", "negative size in shape ", to_string(shape));
-    if (__builtin_mul_overflow(t.numel_, d, &t.numel_) || __builtin_mul_overflow(bytes, d, &bytes))
-      fail<ShapeError>("empty", "shape ", to_string(shape), " of ", dtype, " has more bytes than memory can address");
-  }
+  t.numel_ = recur::numel(shape, "empty");  // ShapeError for a negative size or sizes past int64, zeros or not
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(t.numel_, static_cast<std::int64_t>(size_of(dtype)), &bytes))
+    fail<ShapeError>("empty", "shape ", to_string(shape), " of ", dtype, " has more bytes than memory can address");
   try {
     t.storage_ = Storage::allocate(static_cast<std::size_t>(bytes));
   } catch (const std::bad_alloc&) {
@@ -68,7 +66,15 @@ Tensor Tensor::to(DType dtype) const {
     dispatch(dtype, [&]<class D>() {
       const S* src = static_cast<const S*>(raw_data());
       D* dst = static_cast<D*>(out.raw_data());
-      for (std::int64_t i = 0; i < numel_; ++i) dst[i] = static_cast<D>(src[i]);
+      for (std::int64_t i = 0; i < numel_; ++i) {
+        // A float becomes an integer by truncation toward zero; one no int64 holds (NaN,
+        // +-inf, |v| >= 2^63) would be undefined behaviour in C++, so it is a ValueError.
+        if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
+          if (!(src[i] >= -0x1p63 && src[i] < 0x1p63))
+            fail<ValueError>("to", "element ", i, " of a ", dtype_, " tensor of shape ", to_string(shape_), " is ",
+                             static_cast<double>(src[i]), ", which ", dtype, " cannot hold");
+        dst[i] = static_cast<D>(src[i]);
+      }
     });
   });
   return out;

@@ -8,8 +8,8 @@ namespace recur {
 namespace {
 
 Shape infer_shape(std::string_view op, const Tensor& x, const Shape& shape) {
-  Shape out = shape;
-  std::int64_t known = 1, infer = -1;
+  Shape out = shape, known;  // known: the sizes other than the one to infer
+  std::int64_t infer = -1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       if (infer >= 0) fail<ShapeError>(op, "argument 'shape' ", to_string(shape), " has more than one -1");
@@ -17,13 +17,20 @@ Shape infer_shape(std::string_view op, const Tensor& x, const Shape& shape) {
     } else if (out[i] < 0) {
       fail<ShapeError>(op, "argument 'shape' ", to_string(shape), " has a negative size");
     } else {
-      known *= out[i];
+      known.push_back(out[i]);
     }
   }
-  if (infer >= 0 && known != 0 && x.numel() % known == 0) out[infer] = x.numel() / known;
-  if (numel(out) != x.numel() || (infer >= 0 && out[infer] < 0))
+  std::int64_t known_numel = 0;
+  try {
+    known_numel = numel(known, op);
+  } catch (const ShapeError&) {  // never a wrapped product
+    fail<ShapeError>(op, "argument 'shape' ", to_string(shape), " has more elements than an int64 can count");
+  }
+  const bool fits = infer >= 0 ? known_numel != 0 && x.numel() % known_numel == 0 : known_numel == x.numel();
+  if (!fits)
     fail<ShapeError>(op, "cannot reshape argument 'x' of shape ", to_string(x.shape()), " (", x.numel(),
                      " elements) to shape ", to_string(shape));
+  if (infer >= 0) out[infer] = x.numel() / known_numel;
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include <recur/ops/onnx/graph_detail.hpp>
 #include <recur/ops/onnx/registry_detail.hpp>
+#include <recur/ops/onnx/tensor_proto_detail.hpp>
 
 namespace recur::onnx::detail {
 namespace {
@@ -24,6 +25,28 @@ std::optional<Value> read_stand_in(const ModelState& model, const ::onnx::NodePr
   if (!axis) return std::nullopt;
   const Var* indices = inputs.size() > 1 ? std::get_if<Var>(&inputs[1]) : nullptr;
   return read_last(node, std::get<Var>(inputs[0]), *axis, indices ? *indices : Var());
+}
+
+// ValueError unless the graph output `v` (a tensor, or each tensor of a sequence) has the
+// dtype that holds the element type its ValueInfo declares (model.hpp); an output that
+// declares none is not checked. A Loop body that gives another type is invalid ONNX.
+void check_declared_dtype(const ModelState& model, const ::onnx::GraphProto& graph, const ::onnx::ValueInfoProto& info,
+                          const Value& v) {
+  const auto& type = info.type();
+  const std::int32_t element = type.has_tensor_type() ? type.tensor_type().elem_type()
+                               : type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type()
+                                   ? type.sequence_type().elem_type().tensor_type().elem_type()
+                                   : 0;
+  if (element == ::onnx::TensorProto::UNDEFINED) return;
+  const std::string where = model.origin + ": graph '" + graph.name() + "' output '" + info.name() + "'";
+  const DType want = dtype_of_element_type(element, where);
+  const auto check = [&](const Var& x) {
+    if (x.defined() && x.dtype() != want)
+      fail<ValueError>("onnx", where, " is declared ", ::onnx::TensorProto::DataType_Name(element), " (held as ", want,
+                       "), the graph computes ", x.dtype());
+  };
+  if (const auto* x = std::get_if<Var>(&v)) check(*x);
+  else for (const auto& x : std::get<Sequence>(v)) check(x);
 }
 
 void run_node(const ModelState& model, const ::onnx::NodeProto& node, Scope& scope) {
@@ -58,13 +81,19 @@ const Value* Scope::find(const std::string& name) const {
 }
 
 std::vector<Value> run_nodes(const ModelState& model, const ::onnx::GraphProto& graph, Scope& scope) {
-  for (const auto& node : graph.node()) run_node(model, node, scope);
+  for (const auto& node : graph.node()) {
+    if (scope.options().cancel.stop_requested())
+      fail<CancelledError>("onnx::Model::run", model.origin, ": the run was cancelled (RunOptions::cancel) before node '",
+                           node.name(), "' (", node.op_type(), ")");
+    run_node(model, node, scope);
+  }
   std::vector<Value> outputs;
   for (const auto& output : graph.output()) {
     const Value* v = scope.find(output.name());
     if (!v)
       fail<ValueError>("onnx", model.origin, ": graph '", graph.name(), "' output '", output.name(),
                        "' is computed by no node");
+    check_declared_dtype(model, graph, output, *v);
     outputs.push_back(*v);
   }
   return outputs;

@@ -57,9 +57,11 @@ std::optional<Tensor> int64_constant(const NodeProto& n) {
   return std::nullopt;
 }
 
-void find_in_graph(const GraphProto& g, std::int64_t opset, LastReads& out) {
+// `visible`: the int64 Constants of the enclosing graphs by name. ONNX scopes names per
+// graph, so a body sees its own and its enclosing graphs' names, never a sibling body's.
+void find_in_graph(const GraphProto& g, std::int64_t opset, ConstantsByName visible, LastReads& out) {
   for (const auto& n : g.node())
-    if (auto value = int64_constant(n)) out.constants.emplace(n.output(0), std::move(*value));
+    if (auto value = int64_constant(n)) visible.insert_or_assign(n.output(0), std::move(*value));
   std::unordered_map<std::string, std::vector<const NodeProto*>> readers_of;
   std::unordered_set<std::string> read_elsewhere;
   for (const auto& o : g.output()) read_elsewhere.insert(o.name());
@@ -67,7 +69,7 @@ void find_in_graph(const GraphProto& g, std::int64_t opset, LastReads& out) {
     for (const auto& name : n.input()) readers_of[name].push_back(&n);
     for_each_body(n, [&](const GraphProto& body) {
       add_names_read(body, read_elsewhere);
-      find_in_graph(body, opset, out);
+      find_in_graph(body, opset, visible, out);
     });
   }
   for (const auto& n : g.node()) {
@@ -81,24 +83,31 @@ void find_in_graph(const GraphProto& g, std::int64_t opset, LastReads& out) {
       if (!std::all_of(readers.begin(), readers.end(), [&](const NodeProto* r) { return reads_as_data(*r, name); }))
         continue;
       out.by_scan_node[&n][static_cast<std::size_t>(i - *first)] = readers;
-      out.readers.insert(readers.begin(), readers.end());
+      for (const NodeProto* r : readers) {
+        out.readers.insert(r);
+        for (int k = 1; k < r->input_size(); ++k)  // the index, bounds, axes and steps
+          if (const auto c = visible.find(r->input(k)); c != visible.end()) out.constants[r].insert(*c);
+      }
     }
   }
 }
 
-// The int64 tensor `name` is bound to now, or the Constant node's that gives it; nullopt
-// when neither (computed after the scan node, or not integers).
-std::optional<Tensor> known_int64(const NodeContext& c, const std::string& name) {
+// The int64 tensor that `reader`'s input `name` is bound to now, or the Constant node's in
+// the reader's scope that gives it; nullopt when neither (computed after the scan node, or
+// not integers).
+std::optional<Tensor> known_int64(const NodeContext& c, const NodeProto& reader, const std::string& name) {
   const Value* v = c.find_value(name);
   const Var* x = v ? std::get_if<Var>(v) : nullptr;
   if (x && x->defined() && x->dtype() == DType::int64) return x->value();
-  const auto it = c.last_reads().constants.find(name);
-  if (it != c.last_reads().constants.end()) return it->second;
+  const auto of_reader = c.last_reads().constants.find(&reader);
+  if (of_reader == c.last_reads().constants.end()) return std::nullopt;
+  const auto it = of_reader->second.find(name);
+  if (it != of_reader->second.end()) return it->second;
   return std::nullopt;
 }
 
-std::optional<std::vector<std::int64_t>> ints_bound(const NodeContext& c, const std::string& name) {
-  const auto t = known_int64(c, name);
+std::optional<std::vector<std::int64_t>> ints_bound(const NodeContext& c, const NodeProto& reader, const std::string& name) {
+  const auto t = known_int64(c, reader, name);
   if (!t) return std::nullopt;
   return std::vector<std::int64_t>(t->data<std::int64_t>(), t->data<std::int64_t>() + t->numel());
 }
@@ -107,7 +116,7 @@ std::optional<std::vector<std::int64_t>> ints_bound(const NodeContext& c, const 
 // not known now.
 std::optional<std::vector<std::int64_t>> optional_ints(const NodeContext& c, const NodeProto& n, int i) {
   if (i >= n.input_size() || n.input(i).empty()) return std::vector<std::int64_t>{};
-  return ints_bound(c, n.input(i));
+  return ints_bound(c, n, n.input(i));
 }
 
 std::optional<std::vector<std::int64_t>> ints_attribute(const NodeProto& n, const std::string& name) {
@@ -126,7 +135,7 @@ bool picks_last(std::int64_t i, const Iterations& it) { return i == -1 || (it.ex
 
 bool gather_reads_last(const NodeContext& c, const NodeProto& n, std::int64_t axis, const Iterations& it) {
   if (int_attribute(n, "axis", 0) != axis || n.input_size() < 2) return false;
-  const auto indices = known_int64(c, n.input(1));
+  const auto indices = known_int64(c, n, n.input(1));
   return indices && indices->rank() <= 1 && indices->numel() == 1 && picks_last(indices->data<std::int64_t>()[0], it);
 }
 
@@ -156,7 +165,7 @@ std::int64_t entry(const std::vector<std::int64_t>& values, std::size_t k) { ret
 
 LastReads find_last_reads(const GraphProto& graph, std::int64_t opset) {
   LastReads out;
-  find_in_graph(graph, opset, out);
+  find_in_graph(graph, opset, {}, out);
   return out;
 }
 

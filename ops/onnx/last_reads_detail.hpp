@@ -28,15 +28,18 @@ namespace recur::onnx::detail {
 
 class NodeContext;
 
+using ConstantsByName = std::unordered_map<std::string, Tensor>;
+
 struct LastReads {
   // Per Scan or Loop node: scan output k -> the Gather and Slice nodes that read it (only outputs
   // that nothing else reads are listed).
   std::unordered_map<const ::onnx::NodeProto*, std::unordered_map<std::size_t, std::vector<const ::onnx::NodeProto*>>>
       by_scan_node;
   std::unordered_set<const ::onnx::NodeProto*> readers;
-  // The int64 Constant nodes' values by output name: exporters write an index's Constant
+  // Per reader: the int64 Constant nodes' values its inputs name, resolved in the reader's
+  // own scope (its graph and the graphs enclosing it). Exporters write an index's Constant
   // just before its reader, after the scan node, so the value is known before it is bound.
-  std::unordered_map<std::string, Tensor> constants;
+  std::unordered_map<const ::onnx::NodeProto*, ConstantsByName> constants;
 };
 
 // The scan outputs of every Scan and Loop node in `graph` and its body graphs, at `opset`.

@@ -1,9 +1,8 @@
 #include <recur/ops/onnx/model.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
-#include <sstream>
+#include <new>
 
 #include <onnx/checker.h>
 
@@ -12,6 +11,7 @@
 #include <recur/autodiff/tape_access.hpp>
 
 #include <recur/ops/onnx/graph_detail.hpp>
+#include <recur/ops/onnx/model_bytes_detail.hpp>
 #include <recur/ops/onnx/registry_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
 
@@ -47,21 +47,6 @@ std::vector<std::string> unsupported_nodes(const ::onnx::ModelProto& proto, std:
     }
   });
   return out;
-}
-
-::onnx::ModelProto parse(std::string_view bytes, std::string_view origin) {
-  ::onnx::ModelProto proto;
-  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) || !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    fail<IOError>("onnx::load", origin, ": not a serialized ONNX ModelProto (truncated or corrupt)");
-  return proto;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail<IOError>("onnx::load", "cannot open '", path, "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 void add_parameters(ModelState& state) {
@@ -122,7 +107,8 @@ void check_graph_types(const ModelState& state) {
 Model load_from_bytes(std::string_view bytes, std::string_view origin) {
   auto state = std::make_shared<ModelState>();
   state->origin = std::string(origin);
-  state->proto = parse(bytes, origin);
+  state->proto = detail::parse_model(bytes, origin);
+  detail::refuse_external_data(state->proto, origin);
   try {
     ::onnx::checker::check_model(state->proto);
   } catch (const std::exception& e) {
@@ -139,10 +125,10 @@ Model load_from_bytes(std::string_view bytes, std::string_view origin) {
   return Model(std::move(state));
 }
 
-Model load(const std::string& path) { return load_from_bytes(read_file(path), path); }
+Model load(const std::string& path) { return load_from_bytes(detail::read_proto_file(path, "onnx::load"), path); }
 
 std::vector<std::string> unsupported_ops(const std::string& path) {
-  const auto proto = parse(read_file(path), path);
+  const auto proto = detail::parse_model(detail::read_proto_file(path, "onnx::unsupported_ops"), path);
   return unsupported_nodes(proto, default_domain_opset(proto), false);
 }
 
@@ -182,6 +168,9 @@ Outputs Model::run_with_sequences(const std::map<std::string, Var>& inputs,
     for (const auto& [name, value] : inputs) scope.bind(name, value);
     for (const auto& [name, value] : sequence_inputs) scope.bind(name, value);
     values = detail::run_nodes(*state_, graph, scope);
+  } catch (const std::bad_alloc&) {
+    TapeAccess::truncate(tape, mark);
+    fail<MemoryError>("onnx::Model::run", state_->origin, ": out of memory (std::bad_alloc); the run is rolled back");
   } catch (...) {
     TapeAccess::truncate(tape, mark);
     throw;

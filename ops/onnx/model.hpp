@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <stop_token>
 #include <string_view>
 #include <vector>
 
@@ -58,10 +59,21 @@ struct Outputs {
 // runs with the engine's Keep::last: the stacked [T, ...] output is never built, and backward
 // holds one iteration's value of it instead of T. The values and gradients are the same;
 // false stacks every scan output (to compare, or to measure).
+//
+// For models one did not write: max_iterations bounds each run of every Loop and Scan node
+// (in body graphs too); one that would run more is a LimitError naming the node, raised
+// before its first iteration when the count is known (a Scan, a Loop whose trip count M and
+// condition say so), otherwise when the iteration past the bound begins. `cancel` ends the
+// run from another thread: std::stop_source::request_stop() on the source it came from
+// makes the run throw CancelledError before its next node or iteration (an op that has
+// begun finishes first). Either way, as for every error of a run, the tape is left as it
+// was (what the run recorded is dropped) and the model's parameters are unchanged.
 struct RunOptions {
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k iterations only
   Checkpoint checkpoint{};              // recompute iterations instead of keeping them (types.hpp)
   bool keep_last = true;                // Keep::last for scan outputs read only at their last iteration
+  std::int64_t max_iterations = std::int64_t{1} << 20;  // per run of a Loop or Scan node (1,048,576)
+  std::stop_token cancel{};             // stop requested: CancelledError (default: never)
 };
 
 class Model {

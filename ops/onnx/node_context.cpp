@@ -27,6 +27,15 @@ const Sequence& NodeContext::sequence_input(std::size_t i) const {
   return std::get<Sequence>(inputs_[i]);
 }
 
+void NodeContext::check_iteration(std::int64_t i) const {
+  const RunOptions& o = run_options();
+  if (o.cancel.stop_requested()) throw CancelledError("recur::onnx: " + describe() + ": the run was cancelled (RunOptions::cancel)");
+  if (i >= o.max_iterations)
+    throw LimitError(::recur::detail::concat("recur::onnx: ", describe(), ": iteration ", i + 1,
+                                             " would pass RunOptions::max_iterations = ", o.max_iterations,
+                                             " (raise it for a model you trust)"));
+}
+
 std::vector<Var> NodeContext::tensor_inputs(std::size_t first) const {
   std::vector<Var> out;
   for (std::size_t i = first; i < inputs_.size(); ++i) out.push_back(input(i));

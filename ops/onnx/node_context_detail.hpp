@@ -65,6 +65,12 @@ class NodeContext {
   // A value that must be a tensor (ValueError naming `what` otherwise).
   const Var& tensor_of(const Value& v, const std::string& what) const;
 
+  // The run's bounds for Loop and Scan (RunOptions::max_iterations, cancel): LimitError when
+  // iteration `i` (from 0) would pass max_iterations, CancelledError when the run was
+  // cancelled. Called as an iteration begins, or with the last iteration's number before a
+  // run whose count is known.
+  void check_iteration(std::int64_t i) const;
+
   // "node 'name' (OpType, opset N)", how messages name the node.
   std::string describe() const;
   template <class... Parts>

@@ -110,6 +110,7 @@ std::vector<Value> unrolled_loop(const NodeContext& c, const LoopNode& loop, con
   std::vector<std::vector<Var>> scans(loop.scanned);
   bool go_on = loop.cond;
   for (std::int64_t i = 0; i < trips && go_on; ++i) {
+    c.check_iteration(i);
     std::vector<Value> args{int64_scalar(i), int64_scalar(1)};
     args.insert(args.end(), state.begin(), state.end());
     const auto outputs = c.run_body(loop.body, args);
@@ -148,6 +149,7 @@ std::vector<Value> engine_loop(const NodeContext& c, const LoopNode& loop, const
   for (std::size_t j = 0, t = 0; j < carried; ++j)
     if (!appended[j]) first[j] = initial[t++];
   const Body step = [&](std::span<const Var> args) {  // the iteration, cond, the carried tensors
+    c.check_iteration(args[0].value().item<std::int64_t>());
     std::vector<Value> body_args{args[0], args[1]};
     for (std::size_t j = 0, t = 2; j < carried; ++j) body_args.push_back(appended[j] ? Value(Sequence{}) : Value(args[t++]));
     const std::vector<Value> outputs = c.run_body(loop.body, body_args);

@@ -1,6 +1,8 @@
 // Elementwise ops: Add, Sub, Mul, Div, Pow, Min, Max, Neg, Abs, Exp, Log, Sqrt, Tanh,
 // Sigmoid, Relu, Softplus, Reciprocal, Clip. Floating inputs record recur's op; integer inputs (no
 // gradient) compute through float64.
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -67,6 +69,16 @@ std::vector<Var> binary(const NodeContext& c) {
   return {binary_of<F>(c, c.input(0), c.input(1))};
 }
 
+// Integer division by zero is undefined in ONNX and in C++: a ValueError naming the node.
+std::vector<Var> div_import(const NodeContext& c) {
+  const Tensor& divisor = c.input(1).value();
+  if (c.input(0).dtype() == DType::int64 && divisor.dtype() == DType::int64) {
+    const std::int64_t* d = divisor.data<std::int64_t>();
+    if (std::find(d, d + divisor.numel(), 0) != d + divisor.numel()) c.invalid("integer division by zero (input 1 holds 0)");
+  }
+  return binary<Div>(c);
+}
+
 // Pow's exponent may have another type than its base (opset 12 on): it is converted.
 std::vector<Var> pow_import(const NodeContext& c) {
   const Var& base = c.input(0);
@@ -114,7 +126,7 @@ void add_elementwise_ops(Registry& r) {
   r.add("Add", {binary<Add>, 7});
   r.add("Sub", {binary<Sub>, 7});
   r.add("Mul", {binary<Mul>, 7});
-  r.add("Div", {binary<Div>, 7});
+  r.add("Div", {div_import, 7});
   r.add("Pow", {pow_import, 7});
   r.add("Min", {variadic<Min>, 8});
   r.add("Max", {variadic<Max>, 8});

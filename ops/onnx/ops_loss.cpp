@@ -16,7 +16,13 @@ std::vector<Var> nll_import(const NodeContext& c) {
   const Var& x = c.input(0);  // [N, C, d1, ...]
   const Var& target = c.input(1);  // [N, d1, ...]
   if (target.dtype() != DType::int64) c.invalid("target must be integers, got ", target.dtype());
-  if (x.rank() < 2 || target.rank() != x.rank() - 1) c.invalid("input must be [N, C, ...] and target [N, ...]");
+  Shape want = x.shape();  // the target's shape: x's without the class axis
+  if (x.rank() >= 2) want.erase(want.begin() + 1);
+  if (x.rank() < 2 || target.shape() != want)
+    c.invalid("input must be [N, C, d1, ...] and target [N, d1, ...]: got input ", to_string(x.shape()), " and target ",
+              to_string(target.shape()));
+  if (c.has_input(2) && c.input(2).shape() != Shape{x.size(1)})
+    c.invalid("weight must hold one value per class, [", x.size(1), "], got ", to_string(c.input(2).shape()));
   const std::string reduction = c.string_attr("reduction", "mean");
   if (reduction != "mean" && reduction != "sum" && reduction != "none") c.invalid("reduction '", reduction, "'");
   // Ignored targets pick class 0 with weight 0.

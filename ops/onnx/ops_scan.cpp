@@ -38,6 +38,15 @@ std::vector<Var> scan_once(const NodeContext& c, const std::vector<Var>& states,
   return out;
 }
 
+// The num_scan_inputs attribute, checked to fit the node's inputs after the first `before`
+// (opset 8's sequence_lens); ValueError naming the node otherwise.
+std::size_t scan_input_count(const NodeContext& c, std::size_t before) {
+  const std::int64_t n = c.required_int_attr("num_scan_inputs");
+  if (n < 0 || n + static_cast<std::int64_t>(before) > static_cast<std::int64_t>(c.input_count()))
+    c.invalid("num_scan_inputs = ", n, " does not fit ", c.input_count(), " inputs");
+  return static_cast<std::size_t>(n);
+}
+
 std::int64_t entry(const std::vector<std::int64_t>& values, std::size_t k) { return k < values.size() ? values[k] : 0; }
 
 // The number of steps, the length of the first scan input along its axis (nullopt when the
@@ -50,8 +59,7 @@ std::optional<std::int64_t> steps_of(const std::vector<Var>& sequences, const Sc
 }
 
 std::vector<Var> scan_import(const NodeContext& c) {
-  const auto n_sequences = static_cast<std::size_t>(c.required_int_attr("num_scan_inputs"));
-  if (n_sequences > c.input_count()) c.invalid("num_scan_inputs is larger than the number of inputs");
+  const std::size_t n_sequences = scan_input_count(c, 0);
   const std::size_t n_states = c.input_count() - n_sequences;
   std::vector<Var> states, sequences;
   for (std::size_t i = 0; i < c.input_count(); ++i) (i < n_states ? states : sequences).push_back(c.input(i));
@@ -62,6 +70,7 @@ std::vector<Var> scan_import(const NodeContext& c) {
   options.scan_output_directions = ints_or_empty(c, "scan_output_directions");
   const auto n_outputs = c.output_count() > n_states ? c.output_count() - n_states : 0;
   const auto steps = steps_of(sequences, options);
+  if (steps > 0) c.check_iteration(*steps - 1);
   const std::vector<Keep> keep = last_read_outputs(c, n_outputs, options.scan_output_axes,
                                                    options.scan_output_directions, {steps, steps.value_or(0)});
   std::vector<Var> out = scan_once(c, states, sequences, options, keep);
@@ -83,17 +92,20 @@ Var zero_padded(const Var& output, std::int64_t steps) {
 // Opset 8: input 0 is the optional sequence_lens, then states [batch, ...] and scan inputs
 // [batch, time, ...]; outputs keep the batch axis first.
 std::vector<Var> scan8_import(const NodeContext& c) {
-  const auto n_sequences = static_cast<std::size_t>(c.required_int_attr("num_scan_inputs"));
-  if (n_sequences + 1 > c.input_count()) c.invalid("num_scan_inputs is larger than the number of inputs");
+  const std::size_t n_sequences = scan_input_count(c, 1);
   const std::size_t n_states = c.input_count() - 1 - n_sequences;
   if (n_sequences == 0) c.invalid("there are no scan inputs");
   const std::int64_t batch = c.input(1 + n_states).size(0);
   const std::int64_t steps = c.input(1 + n_states).size(1);
+  for (std::size_t i = 1; i < c.input_count(); ++i)
+    if (c.input(i).rank() < 1 || c.input(i).size(0) != batch)
+      c.invalid("input ", i, " has shape ", to_string(c.input(i).shape()), ", not a batch of ", batch, " first");
+  if (c.has_input(0) && (c.input(0).rank() != 1 || c.input(0).size(0) != batch))
+    c.invalid("sequence_lens has shape ", to_string(c.input(0).shape()), ", not [", batch, "] (one entry per batch entry)");
   const std::vector<std::int64_t> lengths = c.has_input(0) ? c.ints_input(0) : std::vector<std::int64_t>(batch, steps);
-  if (static_cast<std::int64_t>(lengths.size()) != batch)
-    c.invalid("sequence_lens has ", lengths.size(), " entries for a batch of ", batch);
   for (auto length : lengths)
     if (length < 0 || length > steps) c.invalid("sequence_lens holds ", length, ", outside [0, ", steps, "]");
+  for (const auto length : lengths) c.check_iteration(length - 1);
   ScanOptions options;
   options.scan_input_directions = ints_or_empty(c, "directions");
   std::vector<std::vector<Var>> per_output;

@@ -48,11 +48,23 @@ std::vector<Var> transpose_import(const NodeContext& c) {
   return {permute(x, perm)};
 }
 
+// Squeeze, Unsqueeze and Slice forbid an axis named twice (3 and -1 of rank 4 too): the
+// normalized axes, a ValueError naming the node otherwise.
+std::vector<std::int64_t> distinct_axes(const NodeContext& c, const std::vector<std::int64_t>& given, std::int64_t rank) {
+  std::vector<std::int64_t> axes;
+  for (auto a : given) {
+    const std::int64_t n = normalized_axis(c, a, rank);
+    if (std::find(axes.begin(), axes.end(), n) != axes.end()) c.invalid("axis ", a, " is named twice (rank ", rank, ")");
+    axes.push_back(n);
+  }
+  return axes;
+}
+
 std::vector<Var> squeeze_import(const NodeContext& c) {
   Var x = c.input(0);
   std::vector<std::int64_t> axes;
   if (const auto given = axes_of(c, 13)) {
-    for (auto a : *given) axes.push_back(normalized_axis(c, a, x.rank()));
+    axes = distinct_axes(c, *given, x.rank());
   } else {
     for (std::int64_t i = 0; i < x.rank(); ++i)
       if (x.size(i) == 1) axes.push_back(i);
@@ -67,8 +79,7 @@ std::vector<Var> unsqueeze_import(const NodeContext& c) {
   const auto given = axes_of(c, 13);
   if (!given) c.invalid("axes are required");
   const auto out_rank = x.rank() + static_cast<std::int64_t>(given->size());
-  std::vector<std::int64_t> axes;
-  for (auto a : *given) axes.push_back(normalized_axis(c, a, out_rank));
+  std::vector<std::int64_t> axes = distinct_axes(c, *given, out_rank);
   std::sort(axes.begin(), axes.end());
   for (auto a : axes) x = unsqueeze(x, a);
   return {x};
@@ -139,9 +150,10 @@ std::vector<Var> slice_import(const NodeContext& c) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.invalid("starts, ends, axes and steps differ in length");
+  const std::vector<std::int64_t> distinct = distinct_axes(c, axes, x.rank());
   for (std::size_t i = 0; i < starts.size(); ++i) {
     if (steps[i] == 0) c.invalid("a step is 0");
-    x = slice_axis(x, normalized_axis(c, axes[i], x.rank()), starts[i], ends[i], steps[i]);
+    x = slice_axis(x, distinct[i], starts[i], ends[i], steps[i]);
   }
   return {x};
 }

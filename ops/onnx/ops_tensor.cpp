@@ -75,9 +75,22 @@ std::vector<Var> range_import(const NodeContext& c) {
   return {constant(out)};
 }
 
+// The int64 values of `t` as ONNX's narrower integer type `Narrow` holds them: the higher
+// bits dropped and the rest read in two's complement (200 as int8 is -56), as ONNX says.
+template <class Narrow>
+Tensor wrapped(Tensor t) {
+  std::int64_t* p = t.data<std::int64_t>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<Narrow>(p[i]);  // modular since C++20
+  return t;
+}
+
+// Cast. Floats to integers truncate toward zero; a float that int64 cannot hold (NaN, inf,
+// |v| >= 2^63) is a ValueError (ONNX leaves it undefined). Integers to a narrower type wrap.
 std::vector<Var> cast_import(const NodeContext& c) {
   const Var& x = c.input(0);
-  const auto to = static_cast<std::int32_t>(c.required_int_attr("to"));
+  const std::int64_t to_attr = c.required_int_attr("to");
+  if (to_attr < 0 || to_attr > INT32_MAX) c.invalid("attribute 'to' = ", to_attr, " is not an element type");
+  const auto to = static_cast<std::int32_t>(to_attr);
   const DType d = dtype_of_element_type(to, c.describe() + ": attribute 'to'");
   if (to == ::onnx::TensorProto::BOOL) {
     const Tensor f = x.value().to(DType::float64);
@@ -85,7 +98,17 @@ std::vector<Var> cast_import(const NodeContext& c) {
     for (std::int64_t i = 0; i < f.numel(); ++i) out.data<std::int64_t>()[i] = f.data<double>()[i] != 0 ? 1 : 0;
     return {constant(out)};
   }
-  return {converted(c, x, d)};
+  const Var held = converted(c, x, d);
+  if (d != DType::int64) return {held};
+  switch (to) {
+    case ::onnx::TensorProto::INT32: return {constant(wrapped<std::int32_t>(held.value().clone()))};
+    case ::onnx::TensorProto::INT16: return {constant(wrapped<std::int16_t>(held.value().clone()))};
+    case ::onnx::TensorProto::INT8: return {constant(wrapped<std::int8_t>(held.value().clone()))};
+    case ::onnx::TensorProto::UINT32: return {constant(wrapped<std::uint32_t>(held.value().clone()))};
+    case ::onnx::TensorProto::UINT16: return {constant(wrapped<std::uint16_t>(held.value().clone()))};
+    case ::onnx::TensorProto::UINT8: return {constant(wrapped<std::uint8_t>(held.value().clone()))};
+    default: return {held};
+  }
 }
 
 }  // namespace

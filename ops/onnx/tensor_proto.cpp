@@ -1,12 +1,11 @@
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <onnx/defs/tensor_proto_util.h>
 #include <onnx/onnx-data_pb.h>
 
 #include <recur/ops/onnx/model.hpp>
+#include <recur/ops/onnx/model_bytes_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
 
 namespace recur::onnx::detail {
@@ -14,29 +13,52 @@ namespace {
 
 using ::onnx::TensorProto;
 
-Shape shape_of(const TensorProto& proto) {
-  Shape shape;
-  for (auto d : proto.dims()) shape.push_back(d);
-  return shape;
-}
-
 template <class Out, class In>
 Tensor tensor_of(const Shape& shape, const std::vector<In>& values, std::string_view where) {
-  std::int64_t numel = 1;
-  for (auto d : shape) {
-    if (d < 0 || (d > 0 && numel > INT64_MAX / d)) {
-      numel = -1;  // a corrupt shape: no allocation is tried
-      break;
-    }
-    numel *= d;
-  }
-  if (numel < 0 || static_cast<std::uint64_t>(numel) != values.size())
+  if (static_cast<std::uint64_t>(numel(shape)) != values.size())
     fail<IOError>("onnx", where, ": the tensor holds ", values.size(), " elements, its shape ", to_string(shape),
                   " needs another number");
   Tensor t = Tensor::empty(shape, dtype_of<Out>());
   Out* out = t.data<Out>();
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<Out>(values[i]);
   return t;
+}
+
+// Bytes per element in raw_data (little-endian, fixed width); 0 for the types recur does
+// not hold.
+std::size_t raw_element_size(std::int32_t element_type) {
+  switch (element_type) {
+    case TensorProto::DOUBLE: case TensorProto::INT64: return 8;
+    case TensorProto::FLOAT: case TensorProto::INT32: case TensorProto::UINT32: return 4;
+    case TensorProto::INT16: case TensorProto::UINT16: return 2;
+    case TensorProto::INT8: case TensorProto::UINT8: case TensorProto::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// The shape of `proto`, checked against its raw_data before anything parses the bytes: a
+// length that is not exactly the shape's elements times the element size (short of one
+// element, or not a multiple of it) is an IOError, never a read past the buffer.
+Shape checked_shape(const TensorProto& proto, std::string_view where) {
+  Shape shape;
+  for (auto d : proto.dims()) {
+    if (d < 0) fail<IOError>("onnx", where, ": the tensor has a negative dimension ", d);
+    shape.push_back(d);
+  }
+  std::int64_t count = 0;
+  try {
+    count = numel(shape);
+  } catch (const ShapeError&) {
+    fail<IOError>("onnx", where, ": the tensor's shape ", to_string(shape), " has more elements than an int64 can count");
+  }
+  if (proto.has_raw_data()) {
+    const std::size_t element = raw_element_size(proto.data_type());
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(count), element, &bytes) || bytes != proto.raw_data().size())
+      fail<IOError>("onnx", where, ": raw_data holds ", proto.raw_data().size(), " bytes, a tensor of shape ",
+                    to_string(shape), " of ", element, "-byte elements needs ", count, " x ", element);
+  }
+  return shape;
 }
 
 // The small integer types (and bool) are stored in raw_data as little-endian fixed-width
@@ -80,8 +102,8 @@ DType dtype_of_element_type(std::int32_t element_type, std::string_view where) {
 Tensor tensor_from_proto(const TensorProto& proto, std::string_view where) {
   if (proto.data_location() == TensorProto::EXTERNAL)
     throw UnsupportedError(::recur::detail::concat("recur::onnx: ", where, ": tensors stored in external files are not supported"));
-  const Shape shape = shape_of(proto);
   dtype_of_element_type(proto.data_type(), where);
+  const Shape shape = checked_shape(proto, where);
   try {
     switch (proto.data_type()) {
       case TensorProto::FLOAT: return tensor_of<float>(shape, ::onnx::ParseData<float>(&proto), where);
@@ -107,18 +129,16 @@ Tensor tensor_from_proto(const TensorProto& proto, std::string_view where) {
 namespace recur::onnx {
 
 Tensor load_tensor(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail<IOError>("onnx::load_tensor", "cannot open '", path, "'");
+  const std::string bytes = detail::read_proto_file(path, "onnx::load_tensor");
   ::onnx::TensorProto proto;
-  if (!proto.ParseFromIstream(&in)) fail<IOError>("onnx::load_tensor", "'", path, "' is not a serialized TensorProto");
+  if (!proto.ParseFromString(bytes)) fail<IOError>("onnx::load_tensor", "'", path, "' is not a serialized TensorProto");
   return detail::tensor_from_proto(proto, "'" + path + "'");
 }
 
 std::vector<Tensor> load_sequence(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail<IOError>("onnx::load_sequence", "cannot open '", path, "'");
+  const std::string bytes = detail::read_proto_file(path, "onnx::load_sequence");
   ::onnx::SequenceProto proto;
-  if (!proto.ParseFromIstream(&in) || proto.elem_type() != ::onnx::SequenceProto::TENSOR)
+  if (!proto.ParseFromString(bytes) || proto.elem_type() != ::onnx::SequenceProto::TENSOR)
     fail<IOError>("onnx::load_sequence", "'", path, "' is not a serialized SequenceProto of tensors");
   std::vector<Tensor> out;
   for (const auto& t : proto.tensor_values()) out.push_back(detail::tensor_from_proto(t, "'" + path + "'"));
