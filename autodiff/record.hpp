@@ -6,6 +6,7 @@
 #include <array>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,9 @@ auto transactional(Tape& tape, F&& f) {
   } catch (const std::bad_alloc&) {
     TapeAccess::truncate(tape, size);
     fail<MemoryError>("tape", "out of memory (std::bad_alloc) while recording; what was recorded is rolled back");
+  } catch (const std::length_error& e) {  // a container asked for more than it can hold
+    TapeAccess::truncate(tape, size);
+    fail<MemoryError>("tape", "a buffer larger than memory can address was asked for (", e.what(), "); rolled back");
   } catch (...) {
     TapeAccess::truncate(tape, size);
     throw;

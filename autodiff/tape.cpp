@@ -75,14 +75,24 @@ Var Tape::constant(Tensor value) {
   return push(std::move(value), {}, {}, false);
 }
 
+template <class List>
+void Tape::append_or_roll_back(List& list, typename List::value_type entry, std::uint32_t node) {
+  try {
+    list.push_back(std::move(entry));
+  } catch (const std::bad_alloc&) {
+    truncate(node);
+    fail<MemoryError>("tape", "out of memory (std::bad_alloc) while recording node ", node);
+  }
+}
+
 Var Tape::variable(Tensor value) {
   if (!value.defined()) fail<ValueError>("Tape::variable", "the tensor is undefined");
   if (!is_floating(value.dtype()))
     fail<DTypeError>("Tape::variable", "a variable must be float32 or float64, got ", value.dtype(),
                      " of shape ", to_string(value.shape()));
   Var v = push(std::move(value), {}, {}, grad_enabled());
-  nodes_[v.id()].leaf_grad = static_cast<std::int32_t>(leaf_grads_.size());
-  leaf_grads_.push_back({v.id(), Tensor()});
+  append_or_roll_back(leaf_grads_, {v.id(), Tensor()}, v.id());  // the node points at its entry only once it exists
+  nodes_[v.id()].leaf_grad = static_cast<std::int32_t>(leaf_grads_.size() - 1);
   return v;
 }
 
@@ -103,8 +113,8 @@ Var Tape::read(const Shared& shared) {
   if (checking) checking->check_read(*this, shared, nullptr);
   auto [value, version] = shared.snapshot();
   Var v = push(std::move(value), {}, {}, wants_grad);
-  nodes_[v.id()].shared_read = static_cast<std::int32_t>(shared_reads_.size());
-  shared_reads_.push_back({v.id(), shared, version});
+  append_or_roll_back(shared_reads_, {v.id(), shared, version}, v.id());
+  nodes_[v.id()].shared_read = static_cast<std::int32_t>(shared_reads_.size() - 1);
   return v;
 }
 

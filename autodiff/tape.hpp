@@ -105,6 +105,10 @@ class Tape : NonCopyable {
   Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
   bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
   void truncate(std::uint32_t size) noexcept;
+  // Appends `entry` (node `node`'s leaf-gradient or Shared-read entry); if memory runs out,
+  // node `node` and what follows it are dropped and a MemoryError thrown.
+  template <class List>
+  void append_or_roll_back(List& list, typename List::value_type entry, std::uint32_t node);
   // One branch while no scope checks inputs (see autodiff/recording_scope.hpp).
   void check_inputs(std::string_view op, std::span<const std::uint32_t> inputs) const {
     if (checking_scopes_ > 0) check_inputs_in_scope(op, inputs);

@@ -171,6 +171,10 @@ Outputs Model::run_with_sequences(const std::map<std::string, Var>& inputs,
   } catch (const std::bad_alloc&) {
     TapeAccess::truncate(tape, mark);
     fail<MemoryError>("onnx::Model::run", state_->origin, ": out of memory (std::bad_alloc); the run is rolled back");
+  } catch (const std::length_error& e) {  // a container asked for more than it can hold
+    TapeAccess::truncate(tape, mark);
+    fail<MemoryError>("onnx::Model::run", state_->origin, ": a buffer larger than memory can address was asked for (",
+                      e.what(), "); the run is rolled back");
   } catch (...) {
     TapeAccess::truncate(tape, mark);
     throw;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/record.hpp>
@@ -32,6 +33,8 @@ std::string sequence_name(const ScanProgram& p, std::size_t i) {
 
 // Options that do not depend on the sequences.
 void check_options(const ScanProgram& p) {
+  if (p.n_steps == std::numeric_limits<std::int64_t>::min())  // its magnitude is no int64
+    fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " is out of range");
   if (p.truncate_gradient < -1)
     fail<ValueError>(p.face, "truncate_gradient = ", p.truncate_gradient,
                      "; it is -1 (no truncation) or the number of steps to backpropagate through (>= 0)");

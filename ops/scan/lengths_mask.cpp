@@ -18,7 +18,8 @@ std::vector<std::int64_t> read_lengths(std::string_view face, const SequenceLeng
     fail<ShapeError>(face, "lengths has shape ", to_string(t.shape()), "; it must be 1-D, one per batch element");
   std::vector<std::int64_t> out;
   for (double v : to_vector<double>(t)) {
-    if (!std::isfinite(v) || v != std::floor(v))
+    // Whole numbers int64 holds (beyond 2^63 the conversion below would be undefined).
+    if (!std::isfinite(v) || v != std::floor(v) || v < -0x1p63 || v >= 0x1p63)
       fail<ValueError>(face, "lengths of shape ", to_string(t.shape()), " holds ", v, "; lengths are whole numbers");
     out.push_back(static_cast<std::int64_t>(v));
   }
