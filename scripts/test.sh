@@ -93,16 +93,17 @@ if [[ -x build-consumer/recur_onnx_consumer ]]; then ./build-consumer/recur_onnx
 if [[ -x build-consumer/recur_onnx_export_consumer ]]; then (cd build-consumer && ./recur_onnx_export_consumer); fi
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
-echo "== libFuzzer: the .npy, .npz, checkpoint and ONNX loaders, 10 s each"
+echo "== libFuzzer: the .npy, .npz, checkpoint and ONNX loaders (ONNX twice: bytes, then models), 10 s each"
 # -O1, as libFuzzer's own documentation builds: a quicker compile, and fuzzing needs no -O2.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
       -DCMAKE_CXX_COMPILER=clang++ -DRECUR_WERROR=ON -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF \
       -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_DISTRIBUTED=OFF
 harnesses=(npy npz checkpoint)
-# fuzz_onnx exists when recur::onnx is built (libonnx-dev, which install-deps.sh installs).
-if cmake --build build-fuzz --target help | grep -q '^fuzz_onnx:'; then harnesses+=(onnx); fi
+# fuzz_onnx and fuzz_onnx_structure exist when recur::onnx is built (libonnx-dev, which
+# install-deps.sh installs).
+if cmake --build build-fuzz --target help | grep -q '^fuzz_onnx:'; then harnesses+=(onnx onnx_structure); fi
 cmake --build build-fuzz -j"$jobs" --target "${harnesses[@]/#/fuzz_}"
-rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint,onnx}
+rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint,onnx,onnx_structure}
 cp tests/data/*.npy tests/data/optim/*.npy build-fuzz/corpus/npy/
 cp tests/data/npz/*.npz build-fuzz/corpus/npz/
 RECUR_FUZZ_WRITE_SEED=build-fuzz/corpus/checkpoint/seed.npz ./build-fuzz/tests/fuzz/fuzz_checkpoint
@@ -115,8 +116,14 @@ for t in scan9_sum scan_sum loop11 loop13_seq if if_seq lstm_defaults gru_defaul
   m=/usr/share/libonnx-testdata/data/node/test_$t/model.onnx
   if [[ -f $m ]]; then cp "$m" "build-fuzz/corpus/onnx/$t.onnx"; fi
 done
+# The model-level harness starts from the same seeds, in a directory of its own (libFuzzer
+# adds what it finds to its corpus directory).
+cp build-fuzz/corpus/onnx/* build-fuzz/corpus/onnx_structure/
+# -timeout: an input that hangs (a model's loop of 2^62 iterations, say) fails the step
+# instead of outliving -max_total_time, which libFuzzer checks only between inputs; 60 s,
+# as the ONNX checker itself takes seconds on some grown models under the sanitizers.
 for h in "${harnesses[@]}"; do
-  ./build-fuzz/tests/fuzz/fuzz_$h -max_total_time=10 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/crash-$h- \
+  ./build-fuzz/tests/fuzz/fuzz_$h -max_total_time=10 -timeout=60 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/crash-$h- \
     build-fuzz/corpus/$h 2>build-fuzz/fuzz_$h.log || { tail -40 build-fuzz/fuzz_$h.log; exit 1; }
   echo "fuzz_$h: $(grep -o 'Done [0-9]* runs' build-fuzz/fuzz_$h.log)"
 done

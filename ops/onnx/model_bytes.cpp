@@ -15,8 +15,9 @@ using google::protobuf::Message;
 
 // Protobuf's own default: deeper nesting fails to parse.
 constexpr int kProtobufNesting = 100;
-// Deep enough to tell "nested too deeply" from "corrupt", shallow enough for the stack.
-constexpr int kDiagnosisNesting = 4096;
+// Deep enough to tell "nested too deeply" from "corrupt" for any model a tool would write,
+// shallow enough for the stack (protobuf parses nested messages recursively).
+constexpr int kDiagnosisNesting = 1000;
 
 bool parses(std::string_view bytes, int nesting, ::onnx::ModelProto& proto) {
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
