@@ -1,6 +1,7 @@
 // The reverse pass's entry points: backward() and grad() check their arguments here, then
 // run the loop in propagate.cpp.
 #include <algorithm>
+#include <new>
 
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
@@ -71,14 +72,22 @@ void Tape::backward(const Var& output, const Tensor& grad_output, BackwardOption
     fail<GradientError>("backward", "the output does not depend on any variable or Shared that needs a gradient");
   check_versions("backward", std::span<const Var>(&output, 1));
   check_not_consumed(output);
-  backward_to_leaves(output, grad_output, options.retain_graph);
+  try {
+    backward_to_leaves(output, grad_output, options.retain_graph);
+  } catch (const std::bad_alloc&) {  // a container's; a tensor's is a MemoryError already
+    fail<MemoryError>("backward", "out of memory (std::bad_alloc) during the backward pass");
+  }
 }
 
 std::vector<Var> Tape::grad(std::span<const Var> outputs, std::span<const Var> inputs,
                             std::span<const Tensor> grad_outputs, GradOptions options) {
   const NodeRange range = check_grad_arguments(*this, outputs, inputs, grad_outputs);
   check_versions("grad", outputs);
-  return grad_of_inputs(outputs, inputs, grad_outputs, range.lo, range.hi, options.create_graph);
+  try {
+    return grad_of_inputs(outputs, inputs, grad_outputs, range.lo, range.hi, options.create_graph);
+  } catch (const std::bad_alloc&) {
+    fail<MemoryError>("grad", "out of memory (std::bad_alloc) during the backward pass");
+  }
 }
 
 void Tape::check_versions(std::string_view op, std::span<const Var> outputs) const {

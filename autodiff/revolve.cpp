@@ -10,17 +10,27 @@ void check(std::string_view op, std::int64_t steps, std::int64_t snapshots) {
   if (snapshots < 1) fail<ValueError>(op, "snapshots = ", snapshots, "; reversing needs at least 1 (the start)");
 }
 
+// a * b, or a ValueError naming the schedule when the count passes int64.
+std::int64_t times(std::int64_t a, std::int64_t b, std::int64_t steps, std::int64_t snapshots) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    fail<ValueError>("revolve", "a schedule of ", steps, " steps with ", snapshots,
+                     " snapshots counts more advances than an int64 holds");
+  return out;
+}
+
 // r*T - C(s+r, s+1) without a table: C(s+r, s) grows with r until it covers T.
 std::int64_t advances(std::int64_t steps, std::int64_t snapshots) {
   if (steps <= 1) return 0;
-  if (snapshots == 1) return steps * (steps - 1) / 2;  // from the start every time
-  if (snapshots >= steps) return steps - 1;             // r = 1
-  std::int64_t r = 0, covered = 1;                      // covered = C(s+r, s)
+  if (snapshots == 1) return times(steps, steps - 1, steps, snapshots) / 2;  // from the start every time
+  if (snapshots >= steps) return steps - 1;                                  // r = 1
+  std::int64_t r = 0, covered = 1;                                           // covered = C(s+r, s)
   while (covered < steps) {
     ++r;
-    covered = covered * (snapshots + r) / r;
+    covered = times(covered, snapshots + r, steps, snapshots) / r;
   }
-  return r * steps - covered * r / (snapshots + 1);  // C(s+r, s+1) = C(s+r, s) * r / (s+1)
+  // C(s+r, s+1) = C(s+r, s) * r / (s+1)
+  return times(r, steps, steps, snapshots) - times(covered, r, steps, snapshots) / (snapshots + 1);
 }
 
 class Builder {

@@ -22,8 +22,13 @@ NodeStore::~NodeStore() {
 }
 
 Node& NodeStore::emplace() {
-  if ((size_ >> kChunkBits) == chunks_.size())
+  // Node ids are uint32 (and leaf and read indices int32): a tape holds fewer nodes.
+  if (size_ >= static_cast<std::uint32_t>(INT32_MAX))
+    fail<TapeError>("tape", "a tape holds at most ", INT32_MAX, " nodes (node ids are 32-bit)");
+  if ((size_ >> kChunkBits) == chunks_.size()) {
+    chunks_.reserve(chunks_.size() + 1);  // first, so that the new chunk cannot leak
     chunks_.push_back(static_cast<Node*>(::operator new(sizeof(Node) * kChunk)));
+  }
   Node* n = new (&chunks_[size_ >> kChunkBits][size_ & (kChunk - 1)]) Node();
   ++size_;
   return *n;

@@ -7,7 +7,7 @@ namespace recur {
 
 Tensor full(const Shape& shape, double value, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);
-  dispatch(dtype, [&]<class T>() { std::fill_n(t.data<T>(), t.numel(), static_cast<T>(value)); });
+  dispatch(dtype, [&]<class T>() { std::fill_n(t.data<T>(), t.numel(), element_cast<T>(value, "full")); });
   return t;
 }
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
@@ -27,7 +27,7 @@ Tensor arange(double start, double stop, double step, DType dtype) {
   Tensor t = Tensor::empty({n}, dtype);
   dispatch(dtype, [&]<class T>() {
     T* p = t.data<T>();
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = element_cast<T>(start + static_cast<double>(i) * step, "arange");
   });
   return t;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string_view>
+#include <type_traits>
 
 #include <recur/core/error.hpp>
 
@@ -46,6 +47,22 @@ decltype(auto) dispatch_floating(std::string_view op, DType d, F&& f) {
   if (d == DType::float64) return f.template operator()<double>();
   if (d != DType::float32) fail<DTypeError>(op, "expects float32 or float64, got ", d);
   return f.template operator()<float>();
+}
+
+namespace detail {
+[[noreturn]] void fail_integer_conversion(std::string_view op, double value);
+}
+
+// `value` as element type D. A float becomes an integer by truncation toward zero; one that
+// int64 cannot hold (NaN, +-inf, |v| >= 2^63) would be undefined behaviour in C++, so it is
+// a ValueError naming `op` and the value.
+template <class D, class S>
+D element_cast(S value, std::string_view op) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+    static_assert(sizeof(D) == 8, "recur's only integer type is int64");
+    if (!(value >= S(-0x1p63) && value < S(0x1p63))) detail::fail_integer_conversion(op, static_cast<double>(value));
+  }
+  return static_cast<D>(value);
 }
 
 }  // namespace recur

@@ -4,6 +4,7 @@
 // .npy bytes themselves, and IOErrors that name the path and the member.
 #include <recur/core/npz.hpp>
 
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <recur/core/file_io.hpp>
 #include <recur/core/npy_format.hpp>
 #include <recur/core/npz_names.hpp>
+#include <recur/core/storage.hpp>
 
 namespace recur {
 namespace {
@@ -67,8 +69,16 @@ class ArchiveReader {
       members.push_back(check_member(static_cast<zip_uint64_t>(i)));
       if (!names.insert(members.back().name).second) corrupt(member(members.back()), " appears twice");
     }
+    // Every member is held at once (every CRC is checked before any .npy is read): their
+    // sizes, up to deflate's ratio times the file, must fit in the memory the system has.
+    std::uint64_t total = 0;
+    for (const zip_stat_t& m : members)
+      if (__builtin_add_overflow(total, m.size, &total)) total = std::numeric_limits<std::uint64_t>::max();
+    if (total > memory::available_bytes())
+      fail<MemoryError>("load_npz", "'", path_.string(), "': its members hold ", total,
+                        " bytes uncompressed, more than the system has free");
     std::vector<std::string> data;
-    for (const zip_stat_t& m : members) data.push_back(read_data(m));  // every CRC before any .npy
+    for (const zip_stat_t& m : members) data.push_back(read_data(m));
     NamedTensors out;
     for (std::size_t i = 0; i < members.size(); ++i) {
       const std::string name = members[i].name;
@@ -149,7 +159,12 @@ class ArchiveReader {
   std::string read_data(const zip_stat_t& m) {
     std::unique_ptr<zip_file_t, ZipFileCloser> f(zip_fopen_index(zip_.get(), m.index, 0));
     if (!f) corrupt(member(m), ": ", explain(zip_get_error(zip_.get())));
-    std::string data(m.size, '\0');
+    std::string data;
+    try {
+      data.resize(m.size);
+    } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+      fail<MemoryError>("load_npz", "'", path_.string(), "', ", member(m), ": cannot hold its ", m.size, " bytes");
+    }
     std::uint64_t done = 0;
     for (;;) {
       char probe;  // after the data: one more read must find the end (and check the CRC)

@@ -53,22 +53,11 @@ ThreadPool& pool() {
 
 static_assert(sizeof(Storage) <= kHeader);
 
-// Linux overcommits memory: a request larger than what the system has free succeeds, and
-// the process is killed when it touches the pages. A large request is first checked against
-// MemAvailable, so that it fails as a MemoryError instead (a hostile model's Expand to
-// 20 GiB on a 16 GiB machine). Reading /proc costs microseconds; filling 64 MiB, far more.
+// A large request is first checked against the memory the system has free, so that it
+// fails as a MemoryError instead of the process being killed when it touches the pages (a
+// hostile model's Expand to 20 GiB on a 16 GiB machine). Reading /proc costs microseconds;
+// filling 64 MiB, far more.
 constexpr std::size_t kCheckedBytes = std::size_t{64} << 20;
-
-std::uint64_t available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  return std::numeric_limits<std::uint64_t>::max();  // not Linux, or no such line: no check
-}
 
 }  // namespace
 
@@ -84,7 +73,7 @@ StoragePtr Storage::allocate(std::size_t bytes) {
     p.cached -= block;
     ++p.hits;
   } else {
-    if (block >= kCheckedBytes && block > available_bytes()) throw std::bad_alloc();
+    if (block >= kCheckedBytes && block > memory::available_bytes()) throw std::bad_alloc();
     mem = std::aligned_alloc(64, kHeader + block);
     if (!mem) throw std::bad_alloc();
     ++p.system_allocations;
@@ -140,6 +129,17 @@ PoolStats pool_stats() {
   return {p.system_allocations, p.hits, p.cached};
 }
 void trim_pool() { pool().release_all(); }
+
+std::uint64_t available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::numeric_limits<std::uint64_t>::max();  // not Linux, or no such line: no check
+}
 }  // namespace memory
 
 }  // namespace recur

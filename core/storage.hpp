@@ -51,6 +51,10 @@ struct PoolStats {
 PoolStats pool_stats();
 // Returns the calling thread's cached buffers to the system.
 void trim_pool();
+// The memory the system can still give without swapping (Linux's MemAvailable); the
+// largest uint64 where that is not known. Large buffers are checked against it first:
+// Linux overcommits, so a request past it would succeed and the process be killed later.
+std::uint64_t available_bytes();
 }  // namespace memory
 
 }  // namespace recur

@@ -1,7 +1,6 @@
 #include <recur/core/tensor.hpp>
 
 #include <new>
-#include <type_traits>
 
 namespace recur {
 
@@ -66,15 +65,7 @@ Tensor Tensor::to(DType dtype) const {
     dispatch(dtype, [&]<class D>() {
       const S* src = static_cast<const S*>(raw_data());
       D* dst = static_cast<D*>(out.raw_data());
-      for (std::int64_t i = 0; i < numel_; ++i) {
-        // A float becomes an integer by truncation toward zero; one no int64 holds (NaN,
-        // +-inf, |v| >= 2^63) would be undefined behaviour in C++, so it is a ValueError.
-        if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
-          if (!(src[i] >= -0x1p63 && src[i] < 0x1p63))
-            fail<ValueError>("to", "element ", i, " of a ", dtype_, " tensor of shape ", to_string(shape_), " is ",
-                             static_cast<double>(src[i]), ", which ", dtype, " cannot hold");
-        dst[i] = static_cast<D>(src[i]);
-      }
+      for (std::int64_t i = 0; i < numel_; ++i) dst[i] = element_cast<D>(src[i], "to");
     });
   });
   return out;

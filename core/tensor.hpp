@@ -84,14 +84,14 @@ std::ostream& operator<<(std::ostream& o, const Tensor& t);
 template <class T>
 T Tensor::at(std::initializer_list<std::int64_t> index) const {
   const std::int64_t i = flat_index(index);
-  return dispatch(dtype_, [&]<class E>() { return static_cast<T>(static_cast<const E*>(raw_data())[i]); });
+  return dispatch(dtype_, [&]<class E>() { return element_cast<T>(static_cast<const E*>(raw_data())[i], "at"); });
 }
 
 template <class T>
 T Tensor::item() const {
   if (numel_ != 1)
     fail<ShapeError>("item", "expects a tensor of one element, got shape ", to_string(shape_));
-  return dispatch(dtype_, [&]<class E>() { return static_cast<T>(*static_cast<const E*>(raw_data())); });
+  return dispatch(dtype_, [&]<class E>() { return element_cast<T>(*static_cast<const E*>(raw_data()), "item"); });
 }
 
 }  // namespace recur

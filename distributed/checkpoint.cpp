@@ -62,8 +62,8 @@ WholeJob whole_job(const TrainingState& mine, int world, const std::vector<std::
   return job;
 }
 
-// Runs `work` on rank 0; if it throws a recur::Error, every rank throws the same type with
-// rank 0's message.
+// Runs `work` on rank 0; if it throws a recur::Error (or runs out of memory), every rank
+// throws the same type with rank 0's message.
 template <class Work>
 void on_root_everywhere_failing(const Communicator& comm, std::string_view op, Work&& work) {
   int kind = 0;  // 0: fine; else which exception
@@ -77,8 +77,12 @@ void on_root_everywhere_failing(const Communicator& comm, std::string_view op, W
       kind = 2, message = e.what();
     } catch (const DTypeError& e) {
       kind = 3, message = e.what();
+    } catch (const MemoryError& e) {
+      kind = 5, message = e.what();
     } catch (const Error& e) {
       kind = 4, message = e.what();
+    } catch (const std::exception& e) {  // memory running out in a container: still every rank
+      kind = 5, message = ::recur::detail::concat("recur::", op, ": out of memory (", e.what(), ")");
     }
   }
   const auto failure = detail::first_failure(comm, op, kind == 0, std::to_string(kind) + ":" + message);
@@ -90,6 +94,7 @@ void on_root_everywhere_failing(const Communicator& comm, std::string_view op, W
     case 1: throw IOError(what);
     case 2: throw ShapeError(what);
     case 3: throw DTypeError(what);
+    case 5: throw MemoryError(what);
     default: throw ValueError(what);
   }
 }

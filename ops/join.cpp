@@ -44,7 +44,9 @@ struct Concat {
     const std::int64_t ax = check_joinable(name, xs, axis, false);
     Shape out = xs[0].shape();
     out[ax] = 0;
-    for (const auto& x : xs) out[ax] += x.shape()[ax];
+    for (const auto& x : xs)
+      if (__builtin_add_overflow(out[ax], x.shape()[ax], &out[ax]))
+        fail<ShapeError>(name, "the inputs' sizes along axis ", ax, " add up past int64");
     Tensor y = Tensor::empty(out, xs[0].dtype());
     const detail::AxisBlocks b(out, ax);
     // Each outer block of the output is the inputs' blocks one after the other.

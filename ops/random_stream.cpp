@@ -68,7 +68,12 @@ struct BinomialDraw {
       return out;
     });
   }
-  std::int64_t draws(std::int64_t size) const { return size * n; }
+  std::int64_t draws(std::int64_t size) const {
+    std::int64_t out = 0;
+    if (__builtin_mul_overflow(size, n, &out))
+      fail<ValueError>(name, size, " samples of ", n, " trials each take more draws than an int64 counts");
+    return out;
+  }
 };
 
 // The sample of a draw, from the state (and p): a pure function of its inputs, so replay

@@ -1,5 +1,6 @@
 #include <recur/ops/nn/cell_parameters.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include <recur/ops/nn/init.hpp>
@@ -32,6 +33,13 @@ void check_recurrent_sizes(std::string_view module, std::int64_t input_size, std
   if (input_size < 1 || hidden_size < 1 || num_layers < 1)
     fail<ValueError>(module, "input_size (", input_size, "), hidden_size (", hidden_size, ") and num_layers (",
                      num_layers, ") must be at least 1");
+  // The weights have 4 x hidden_size rows (LSTM) of max(input_size, hidden_size) columns:
+  // sizes whose product passes int64 are refused here, before any product is formed.
+  const std::int64_t columns = std::max(input_size, hidden_size);
+  std::int64_t rows = 0, elements = 0;
+  if (__builtin_mul_overflow(hidden_size, std::int64_t{8}, &rows) || __builtin_mul_overflow(rows, columns, &elements))
+    fail<ValueError>(module, "input_size (", input_size, ") and hidden_size (", hidden_size,
+                     ") give weights with more elements than an int64 counts");
   if (!is_floating(dtype)) fail<ValueError>(module, "dtype must be float32 or float64, got ", dtype);
 }
 

@@ -6,7 +6,6 @@
 #include <string>
 #include <unordered_set>
 
-#include <recur/core/creation.hpp>
 #include <recur/ops/onnx/graph_detail.hpp>
 #include <recur/ops/onnx/op_helpers_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
@@ -47,7 +46,11 @@ std::optional<Tensor> int64_constant(const NodeProto& n) {
   if (!in_default_domain(n.domain()) || n.op_type() != "Constant" || n.output_size() != 1) return std::nullopt;
   for (const auto& a : n.attribute()) {
     if (a.name() == "value" && a.t().data_type() == ::onnx::TensorProto::INT64) return tensor_from_proto(a.t(), n.name());
-    if (a.name() == "value_int") return full({}, static_cast<double>(a.i()), DType::int64);
+    if (a.name() == "value_int") {  // exactly, not through a double
+      Tensor t = Tensor::empty({}, DType::int64);
+      t.data<std::int64_t>()[0] = a.i();
+      return t;
+    }
     if (a.name() == "value_ints") {
       Tensor t = Tensor::empty({a.ints_size()}, DType::int64);
       std::copy(a.ints().begin(), a.ints().end(), t.data<std::int64_t>());

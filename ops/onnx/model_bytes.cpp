@@ -55,7 +55,12 @@ std::string read_proto_file(const std::string& path, std::string_view op) {
   if (file.size == 0) fail<IOError>(op, "'", path, "' is empty (0 bytes)");
   if (file.size > static_cast<std::uint64_t>(INT32_MAX))
     fail<IOError>(op, "'", path, "' has ", file.size, " bytes, more than protobuf parses (2 GiB)");
-  std::string bytes(static_cast<std::size_t>(file.size), '\0');
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<std::size_t>(file.size));
+  } catch (const std::bad_alloc&) {
+    fail<MemoryError>(op, "'", path, "': cannot hold its ", file.size, " bytes");
+  }
   if (!file.stream.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     fail<IOError>(op, "cannot read '", path, "'");
   return bytes;

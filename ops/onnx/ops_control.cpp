@@ -173,6 +173,8 @@ std::vector<Value> engine_loop(const NodeContext& c, const LoopNode& loop, const
   if (!loop.trips && (o.checkpoint.automatic || o.checkpoint.revolve))
     c.invalid("Checkpoint::auto_sqrt, snapshots and budget plan for the number of iterations, and this loop has no ",
               "trip count M (or M = INT64_MAX, no bound): use Checkpoint::every_k");
+  // Those policies plan for all M iterations before the first runs: M is bounded first.
+  if (loop.trips > 0 && (o.checkpoint.automatic || o.checkpoint.revolve)) c.check_iteration(*loop.trips - 1);
   const std::size_t n_appended = static_cast<std::size_t>(std::count(appended.begin(), appended.end(), true));
   const Iterations iterations{std::nullopt, loop.cond ? loop.trips.value_or(std::numeric_limits<std::int64_t>::max()) : 0};
   std::vector<Keep> keep(n_appended, Keep::all);

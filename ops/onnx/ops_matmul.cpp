@@ -37,8 +37,7 @@ std::vector<Var> matmul_import(const NodeContext& c) {
   if (vector_a) a = unsqueeze(a, 0);
   if (vector_b) b = unsqueeze(b, 1);
   const Shape batch = broadcast_batch(c, leading(a.shape(), 2), leading(b.shape(), 2));
-  std::int64_t n_batch = 1;
-  for (auto d : batch) n_batch *= d;
+  const std::int64_t n_batch = numel(batch, "onnx MatMul");  // checked: the broadcast of both batches
   const auto fold = [&](const Var& x) {
     Shape full = batch;
     full.push_back(x.size(-2));

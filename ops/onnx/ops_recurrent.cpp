@@ -78,12 +78,40 @@ DirectionStates fused_direction(const OnnxCell& cell, nn::Nonlinearity nonlinear
 }
 
 // sequence_lens as per-element lengths; empty when absent or every one is the full length.
-std::vector<std::int64_t> sequence_lengths(const NodeContext& c, std::int64_t steps) {
+// ValueError naming the node unless it holds one length in [0, steps] per batch element.
+std::vector<std::int64_t> sequence_lengths(const NodeContext& c, std::int64_t steps, std::int64_t batch) {
   if (!c.has_input(4)) return {};
+  if (c.input(4).rank() != 1 || c.input(4).size(0) != batch)
+    c.invalid("sequence_lens has shape ", to_string(c.input(4).shape()), ", not [", batch, "] (one length per batch element)");
   std::vector<std::int64_t> lengths = c.ints_input(4);
+  for (auto length : lengths)
+    if (length < 0 || length > steps) c.invalid("sequence_lens holds ", length, ", outside [0, ", steps, "]");
   for (auto length : lengths)
     if (length != steps) return lengths;
   return {};
+}
+
+// ValueError naming the node unless X is [T, B, I] and W, R and B have the shapes ONNX gives
+// them for `gates` gates of `hidden` units over `directions` directions (sizes compared by
+// division, so that a hostile hidden_size cannot overflow a product).
+void check_weight_shapes(const NodeContext& c, const Var& x, std::int64_t directions, std::int64_t gates,
+                         std::int64_t hidden) {
+  const auto shape_of = [&](std::size_t i) { return to_string(c.input(i).shape()); };
+  if (hidden < 1) c.invalid("hidden_size = ", hidden, "; it must be at least 1");
+  if (x.rank() != 3) c.invalid("X has shape ", to_string(x.shape()), ", not [T, B, I]");
+  const Var& w = c.input(1);
+  const Var& r = c.input(2);
+  const bool rows_fit = w.rank() == 3 && r.rank() == 3 && w.size(1) % gates == 0 && w.size(1) / gates == hidden &&
+                        r.size(1) == w.size(1) && r.size(2) == hidden && w.size(2) == x.size(2) &&
+                        w.size(0) == directions && r.size(0) == directions;
+  if (!rows_fit)
+    c.invalid("W ", shape_of(1), " and R ", shape_of(2), " do not fit ", directions, " direction(s) of ", gates,
+              " gates of hidden_size ", hidden, " over inputs of ", x.size(2));
+  if (c.has_input(3)) {
+    const Var& b = c.input(3);
+    if (b.rank() != 2 || b.size(0) != directions || b.size(1) % 2 != 0 || b.size(1) / 2 != w.size(1))
+      c.invalid("B has shape ", shape_of(3), ", not [", directions, ", 2 x ", w.size(1), "]");
+  }
 }
 
 std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
@@ -104,8 +132,10 @@ std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
 
   Var x = c.input(0);
   if (batch_first) x = transpose(x, 0, 1);  // [T, B, I]
+  const std::int64_t gates = static_cast<std::int64_t>(pytorch_gate_order(kind).size());
+  check_weight_shapes(c, x, static_cast<std::int64_t>(directions), gates, hidden);
   const std::int64_t steps = x.size(0), batch = x.size(1);
-  const std::vector<std::int64_t> lengths = sequence_lengths(c, steps);
+  const std::vector<std::int64_t> lengths = sequence_lengths(c, steps, batch);
   // Initial states [D, B, H] (layout 1: [B, D, H]); zeros when absent.
   const auto initial = [&](std::size_t i) -> Var {
     if (!c.has_input(i)) return constant(zeros({static_cast<std::int64_t>(directions), batch, hidden}, x.dtype()));
@@ -113,8 +143,6 @@ std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
   };
   const Var h0 = initial(5);
   const Var c0 = kind == nn::CellKind::lstm ? initial(6) : Var();
-
-  const std::int64_t gates = static_cast<std::int64_t>(pytorch_gate_order(kind).size());
   std::vector<Var> ys, final_h, final_c;
   for (std::size_t d = 0; d < directions; ++d) {
     const auto di = static_cast<std::int64_t>(d);

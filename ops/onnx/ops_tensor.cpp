@@ -28,7 +28,7 @@ std::vector<Var> constant_import(const NodeContext& c) {
   const auto where = c.describe();
   if (const auto* a = c.attribute("value")) return {constant(tensor_from_proto(a->t(), where))};
   if (const auto* a = c.attribute("value_float")) return {constant(full({}, a->f(), DType::float32))};
-  if (const auto* a = c.attribute("value_int")) return {constant(full({}, static_cast<double>(a->i()), DType::int64))};
+  if (const auto* a = c.attribute("value_int")) return {constant(int64_vector({a->i()}).view({}))};  // exact, not via double
   if (const auto* a = c.attribute("value_floats")) return {constant(float_vector(a->floats()))};
   if (const auto ints = c.ints_attr("value_ints")) return {constant(int64_vector(*ints))};
   c.unsupported("only the value, value_float(s) and value_int(s) forms are imported");
@@ -40,7 +40,9 @@ std::vector<Var> constant_of_shape_import(const NodeContext& c) {
   Tensor fill = full({}, 0.0, DType::float32);
   if (const auto* a = c.attribute("value")) fill = tensor_from_proto(a->t(), c.describe());
   if (fill.numel() != 1) c.invalid("value must hold one element");
-  return {constant(full(shape, fill.item<double>(), fill.dtype()))};
+  Tensor out = Tensor::empty(shape, fill.dtype());  // the value copied as it is (an int64 exactly)
+  dispatch(out.dtype(), [&]<class T>() { std::fill_n(out.data<T>(), out.numel(), fill.data<T>()[0]); });
+  return {constant(out)};
 }
 
 // Shape's start and end (opset 15) follow Slice's rules, with step 1.
@@ -60,6 +62,8 @@ std::vector<Var> size_import(const NodeContext& c) {
 }
 
 std::vector<Var> range_import(const NodeContext& c) {
+  check_same_dtype(c, c.input(0), c.input(1));
+  check_same_dtype(c, c.input(0), c.input(2));
   const double start = scalar_value(c, c.input(0), "start");
   const double limit = scalar_value(c, c.input(1), "limit");
   const double delta = scalar_value(c, c.input(2), "delta");
@@ -70,7 +74,7 @@ std::vector<Var> range_import(const NodeContext& c) {
   Tensor out = Tensor::empty({n}, c.input(0).dtype());
   dispatch(out.dtype(), [&]<class T>() {
     T* p = out.data<T>();
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * delta);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = element_cast<T>(start + static_cast<double>(i) * delta, "onnx Range");
   });
   return {constant(out)};
 }

@@ -1,4 +1,6 @@
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include <onnx/defs/tensor_proto_util.h>
@@ -62,9 +64,10 @@ Shape checked_shape(const TensorProto& proto, std::string_view where) {
 }
 
 // The small integer types (and bool) are stored in raw_data as little-endian fixed-width
-// values, or else widened in int32_data (uint32 and uint64 in uint64_data).
+// values, or else widened in int32_data (uint32 and uint64 in uint64_data), where a value
+// the type cannot hold (1000 as int8) is an IOError naming `where`.
 template <class Small>
-std::vector<std::int64_t> small_integers(const TensorProto& proto) {
+std::vector<std::int64_t> small_integers(const TensorProto& proto, std::string_view where) {
   std::vector<std::int64_t> out;
   if (proto.has_raw_data()) {
     const std::string& raw = proto.raw_data();
@@ -74,11 +77,17 @@ std::vector<std::int64_t> small_integers(const TensorProto& proto) {
       std::memcpy(&v, raw.data() + i * sizeof(Small), sizeof(Small));
       out[i] = static_cast<std::int64_t>(v);
     }
-  } else if constexpr (sizeof(Small) >= 4 && !std::is_signed_v<Small>) {
-    out.assign(proto.uint64_data().begin(), proto.uint64_data().end());
-  } else {
-    out.assign(proto.int32_data().begin(), proto.int32_data().end());
+    return out;
   }
+  const auto widened = [&](const auto& values) {
+    for (const auto v : values) {
+      if (std::cmp_less(v, std::numeric_limits<Small>::min()) || std::cmp_greater(v, std::numeric_limits<Small>::max()))
+        fail<IOError>("onnx", where, ": the value ", v, " is outside the tensor's element type");
+      out.push_back(static_cast<std::int64_t>(v));
+    }
+  };
+  if constexpr (sizeof(Small) >= 4 && !std::is_signed_v<Small>) widened(proto.uint64_data());
+  else widened(proto.int32_data());
   return out;
 }
 
@@ -110,12 +119,12 @@ Tensor tensor_from_proto(const TensorProto& proto, std::string_view where) {
       case TensorProto::DOUBLE: return tensor_of<double>(shape, ::onnx::ParseData<double>(&proto), where);
       case TensorProto::INT64: return tensor_of<std::int64_t>(shape, ::onnx::ParseData<std::int64_t>(&proto), where);
       case TensorProto::INT32: return tensor_of<std::int64_t>(shape, ::onnx::ParseData<std::int32_t>(&proto), where);
-      case TensorProto::INT16: return tensor_of<std::int64_t>(shape, small_integers<std::int16_t>(proto), where);
-      case TensorProto::INT8: return tensor_of<std::int64_t>(shape, small_integers<std::int8_t>(proto), where);
-      case TensorProto::UINT32: return tensor_of<std::int64_t>(shape, small_integers<std::uint32_t>(proto), where);
-      case TensorProto::UINT16: return tensor_of<std::int64_t>(shape, small_integers<std::uint16_t>(proto), where);
-      case TensorProto::UINT8: return tensor_of<std::int64_t>(shape, small_integers<std::uint8_t>(proto), where);
-      default: return tensor_of<std::int64_t>(shape, small_integers<std::uint8_t>(proto), where);  // BOOL, 1 byte each
+      case TensorProto::INT16: return tensor_of<std::int64_t>(shape, small_integers<std::int16_t>(proto, where), where);
+      case TensorProto::INT8: return tensor_of<std::int64_t>(shape, small_integers<std::int8_t>(proto, where), where);
+      case TensorProto::UINT32: return tensor_of<std::int64_t>(shape, small_integers<std::uint32_t>(proto, where), where);
+      case TensorProto::UINT16: return tensor_of<std::int64_t>(shape, small_integers<std::uint16_t>(proto, where), where);
+      case TensorProto::UINT8: return tensor_of<std::int64_t>(shape, small_integers<std::uint8_t>(proto, where), where);
+      default: return tensor_of<std::int64_t>(shape, small_integers<std::uint8_t>(proto, where), where);  // BOOL, 1 byte each
     }
   } catch (const Error&) {
     throw;

@@ -49,6 +49,10 @@ void check_options(const ScanProgram& p) {
                      " bytes); choose one");
 }
 
+// Taps lie within +-2^62, so that the offsets computed from them (their negation, the sum
+// of the furthest back and the furthest ahead) stay inside int64.
+constexpr std::int64_t kMaxTap = std::int64_t{1} << 62;
+
 // How many past values of a fed-back output its taps read.
 std::int64_t max_lag(const OutputSpec& o) { return -*std::min_element(o.taps.begin(), o.taps.end()); }
 
@@ -91,6 +95,8 @@ std::vector<SequencePlan> plan_sequences(const ScanProgram& p) {
       fail<ShapeError>(p.face, sequence_name(p, i), " is 0-d; a sequence needs a time axis");
     const std::int64_t axis = normalize_axis(p.face, s.axis, s.data.shape(), "sequence axis");
     const auto [lo, hi] = std::minmax_element(s.taps.begin(), s.taps.end());
+    if (*lo < -kMaxTap || *hi > kMaxTap)
+      fail<ValueError>(p.face, sequence_name(p, i), " has taps ", taps_to_string(s.taps), " beyond +-2^62");
     const std::int64_t first = -std::min<std::int64_t>(*lo, 0), last = std::max<std::int64_t>(*hi, 0);
     const std::int64_t steps = std::max<std::int64_t>(0, s.data.size(axis) - first - last);
     plans.push_back({&s, axis, first, steps});
@@ -153,8 +159,9 @@ std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
     if (plan.fed_back) {
       if (o.taps.empty()) fail<ValueError>(p.face, output_name(p, j), " has an initial state but no taps");
       for (auto k : o.taps)
-        if (k >= 0)
-          fail<ValueError>(p.face, output_name(p, j), " has tap ", k, "; output taps must be negative (past values)");
+        if (k >= 0 || k < -kMaxTap)
+          fail<ValueError>(p.face, output_name(p, j), " has tap ", k,
+                           "; output taps must be negative (past values), and within 2^62");
       const std::int64_t k_max = max_lag(o);
       const Shape& s = o.initial.shape();
       if (o.initial_has_tap_axis) {

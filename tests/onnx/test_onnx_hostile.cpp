@@ -403,7 +403,7 @@ TEST(OnnxHostile, FloatToIntegerCastOutOfRangeIsAnError) {
   const double inf = std::numeric_limits<double>::infinity();
   for (const double v : {std::numeric_limits<double>::quiet_NaN(), inf, -inf, 1e19, -1e300}) {
     const Tensor x = full({1}, v, DType::float64);
-    expect_run_fails<ValueError>(model, {{"a", x}}, {"int64 cannot hold"});
+    expect_run_fails<ValueError>(model, {{"a", x}}, {"cannot be held in int64"});
   }
   // In range, truncation toward zero; -2^63 is held exactly.
   Tensor x = Tensor::empty({3}, DType::float64);
@@ -426,6 +426,50 @@ TEST(OnnxHostile, CastToNarrowIntegersWraps) {
     Tape tape;
     expect_near(model.run({{"a", x}}).at("y").value(), want, 0.0);
   }
+}
+
+TEST(OnnxHostile, RecurrentSequenceLensAndHiddenSizeAreChecked) {
+  // An RNN over X [T=3, B=2, I=1] with W [1, H, 1], R [1, H, H], and sequence_lens.
+  GraphBuilder g("rnn");
+  g.input("X", {3, 2, 1}).input("W", {1, -1, 1}).input("R", {1, -1, -1}).input("lens", {-1}, TensorProto::INT32);
+  g.output("Y", {-1, -1, -1, -1});
+  g.node("RNN", {"X", "W", "R", "", "lens"}, {"Y"}, {int_attribute("hidden_size", 2)});
+  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 14), "m.onnx");
+  const Tensor x = ones({3, 2, 1}, DType::float64), w = ones({1, 2, 1}, DType::float64), r = zeros({1, 2, 2}, DType::float64);
+  // Three lengths for a batch of two: the third was read by nothing, and no error said so.
+  expect_run_fails<ValueError>(model, {{"X", x}, {"W", w}, {"R", r}, {"lens", int64_tensor({3, 2, 1})}},
+                               {"RNN", "sequence_lens has shape [3], not [2]"});
+  expect_run_fails<ValueError>(model, {{"X", x}, {"W", w}, {"R", r}, {"lens", int64_tensor({3, 4})}},
+                               {"RNN", "sequence_lens holds 4, outside [0, 3]"});
+  // hidden_size 2 against weights of 5 units.
+  expect_run_fails<ValueError>(
+      model, {{"X", x}, {"W", ones({1, 5, 1}, DType::float64)}, {"R", zeros({1, 5, 5}, DType::float64)}, {"lens", int64_tensor({3, 2})}},
+      {"RNN", "hidden_size 2"});
+  Tape tape;
+  const Tensor y = model.run({{"X", x}, {"W", w}, {"R", r}, {"lens", int64_tensor({3, 1})}}).at("Y").value();
+  EXPECT_EQ(y.shape(), (Shape{3, 1, 2, 2}));
+  EXPECT_EQ(y.at<double>({1, 0, 1, 0}), 0.0);  // past element 1's length: zero
+  EXPECT_NEAR(y.at<double>({1, 0, 0, 0}), std::tanh(1.0), 1e-15);
+}
+
+TEST(OnnxHostile, NarrowIntegersOutOfTheirRangeInInt32DataAreRefused) {
+  TensorProto t;
+  t.set_name("c");
+  t.set_data_type(TensorProto::INT8);
+  t.add_dims(1);
+  t.add_int32_data(1000);  // int8 holds -128..127
+  expect_error<IOError>([&] { onnx::load_from_bytes(model_with_initializer(t), "m.onnx"); },
+                        {"initializer 'c'", "the value 1000 is outside"});
+}
+
+TEST(OnnxHostile, IntegerConstantsAreExact) {
+  // value_int INT64_MAX went through a double (2^63: undefined behaviour converting back).
+  GraphBuilder g("g");
+  g.output("y", {}, TensorProto::INT64);
+  g.node("Constant", {}, {"y"}, {int_attribute("value_int", std::numeric_limits<std::int64_t>::max())});
+  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  Tape tape;
+  EXPECT_EQ(model.run({}).at("y").value().data<std::int64_t>()[0], std::numeric_limits<std::int64_t>::max());
 }
 
 }  // namespace
