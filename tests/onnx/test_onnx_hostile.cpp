@@ -221,28 +221,36 @@ TEST(OnnxHostileDeathTest, LoopThatExhaustsMemoryIsAMemoryError) {
 
 // ---- 4. names are scoped per graph ------------------------------------------------------------
 
-// A Scan whose scan output is read by Gather(ys, idx) with idx = 0 defined after the Scan;
-// before it, an If whose branch defines a Constant also named idx, = -1. The branch's name
-// is not visible to the outer Gather: the result is step 0, not the last step.
+// Two If nodes: the first's branch defines a Constant named idx (-1); the second's branch
+// runs a Scan and reads its scan output with Gather(ys, idx), idx = 0 defined in that branch
+// after the Scan. Each branch sees only its own idx: the result is step 0. With one
+// model-wide map of constants (the first definition winning), the sibling's -1 was read and
+// the last step came back instead, silently.
 TEST(OnnxHostile, LastStepShortcutResolvesNamesInTheReadersScope) {
   GraphBuilder body("body");
   body.input("s", {1}).input("x_t", {1}).output("s_next", {1}).output("y", {1});
   body.node("Add", {"s", "x_t"}, {"s_next"}).node("Identity", {"s_next"}, {"y"});
-  GraphBuilder then_branch("then"), else_branch("else");
-  then_branch.output("idx", {}, TensorProto::INT64).node("Constant", {}, {"idx"}, {tensor_attribute("value", int64_scalar(-1))});
-  else_branch.output("other", {}, TensorProto::INT64).node("Constant", {}, {"other"}, {tensor_attribute("value", int64_scalar(-1))});
-  GraphBuilder g("g");
-  g.input("s0", {1}).input("xs", {-1, 1}).input("flag", {}, TensorProto::BOOL);
-  g.output("first", {1}).output("branch", {}, TensorProto::INT64);
-  g.node("If", {"flag"}, {"branch"}, {graph_attribute("then_branch", then_branch.graph()), graph_attribute("else_branch", else_branch.graph())})
-      .node("Scan", {"s0", "xs"}, {"sT", "ys"}, {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)})
+  GraphBuilder defines_idx("defines_idx"), other("other");
+  defines_idx.output("idx", {}, TensorProto::INT64).node("Constant", {}, {"idx"}, {tensor_attribute("value", int64_scalar(-1))});
+  other.output("other_idx", {}, TensorProto::INT64).node("Constant", {}, {"other_idx"}, {tensor_attribute("value", int64_scalar(-1))});
+  GraphBuilder reads_idx("reads_idx"), no_scan("no_scan");
+  reads_idx.output("first", {1});
+  reads_idx.node("Scan", {"s0", "xs"}, {"sT", "ys"}, {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)})
       .node("Constant", {}, {"idx"}, {tensor_attribute("value", int64_scalar(0))})
       .node("Gather", {"ys", "idx"}, {"first"});
+  no_scan.output("s0_copy", {1}).node("Identity", {"s0"}, {"s0_copy"});
+  GraphBuilder g("g");
+  g.input("s0", {1}).input("xs", {-1, 1}).input("flag", {}, TensorProto::BOOL);
+  g.output("branch", {}, TensorProto::INT64).output("first", {1});
+  g.node("If", {"flag"}, {"branch"}, {graph_attribute("then_branch", defines_idx.graph()), graph_attribute("else_branch", other.graph())})
+      .node("If", {"flag"}, {"first"}, {graph_attribute("then_branch", reads_idx.graph()), graph_attribute("else_branch", no_scan.graph())});
   const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 16), "m.onnx");
   Tape tape;
   const Tensor xs = int64_tensor({1, 2, 3}).to(DType::float64).view({3, 1});
-  const auto out = model.run({{"s0", zeros({1}, DType::float64)}, {"xs", xs}, {"flag", int64_scalar(1)}});
-  EXPECT_EQ(out.at("first").value().item<double>(), 1.0);  // step 0: 0 + 1 (the last step is 6)
+  for (const bool keep_last : {true, false}) {
+    const auto out = model.run({{"s0", zeros({1}, DType::float64)}, {"xs", xs}, {"flag", int64_scalar(1)}}, {.keep_last = keep_last});
+    EXPECT_EQ(out.at("first").value().item<double>(), 1.0) << "keep_last " << keep_last;  // step 0: 0 + 1 (the last is 6)
+  }
 }
 
 // ---- smaller: files, nesting, external data ---------------------------------------------------
