@@ -117,8 +117,13 @@ void run(const recur::onnx::Model& model, const ::onnx::ModelProto& proto, recur
       inputs.emplace(name, fed(tape, *t));
     }
   }
+  // The run's options drawn too, so that Scan and Loop nodes reach the engine's truncation
+  // and recomputation (replays of the body) as well as its full tape.
   recur::onnx::RunOptions options;
   options.max_iterations = 64;  // hostile loops (a trip count of 2^62) end early
+  options.keep_last = !rng.one_in(4);
+  if (rng.one_in(4)) options.truncate_gradient = 1;
+  if (rng.one_in(4)) options.checkpoint = recur::Checkpoint::every_k(2);
   const recur::onnx::Outputs outputs = model.run_with_sequences(inputs, sequences, options);
   backward_through(tape, outputs, rng);
 }
