@@ -57,7 +57,8 @@ DistributedSampler::DistributedSampler(std::int64_t dataset_size, int rank, int 
     : dataset_size_(dataset_size), rank_(rank), world_(world), options_(options) {
   check_rank("DistributedSampler", rank, world);
   if (dataset_size < 1) fail<ValueError>("DistributedSampler", "the dataset is empty (size ", dataset_size, ")");
-  per_rank_ = options.drop_last ? dataset_size / world : (dataset_size + world - 1) / world;
+  // Rounded up without forming dataset_size + world - 1, which can pass int64.
+  per_rank_ = dataset_size / world + (!options.drop_last && dataset_size % world != 0 ? 1 : 0);
   if (per_rank_ == 0)
     fail<ValueError>("DistributedSampler", "with drop_last, ", dataset_size, " examples leave none for each of ", world, " ranks");
 }

@@ -92,6 +92,7 @@ struct SoftmaxAlong {
     for (std::size_t i = ax + 1; i < s.size(); ++i) inner *= s[i];
     const std::int64_t outer = n * inner == 0 ? 0 : x.numel() / (n * inner);
     Tensor out = Tensor::empty(s, x.dtype());
+    if (x.numel() == 0) return out;  // nothing to do, and no [inner] buffers (inner may be huge)
     dispatch_floating(name, x.dtype(), [&]<class T>() {
       std::vector<T> shift(inner), total(inner);
       for (std::int64_t o = 0; o < outer; ++o) {
