@@ -42,7 +42,7 @@ std::vector<Var> scan_once(const NodeContext& c, const std::vector<Var>& states,
 // (opset 8's sequence_lens); ValueError naming the node otherwise.
 std::size_t scan_input_count(const NodeContext& c, std::size_t before) {
   const std::int64_t n = c.required_int_attr("num_scan_inputs");
-  if (n < 0 || n + static_cast<std::int64_t>(before) > static_cast<std::int64_t>(c.input_count()))
+  if (n < 0 || n > static_cast<std::int64_t>(c.input_count()) - static_cast<std::int64_t>(before))  // no n + before: n may be INT64_MAX
     c.invalid("num_scan_inputs = ", n, " does not fit ", c.input_count(), " inputs");
   return static_cast<std::size_t>(n);
 }

@@ -480,5 +480,22 @@ TEST(OnnxHostile, IntegerConstantsAreExact) {
   EXPECT_EQ(model.run({}).at("y").value().data<std::int64_t>()[0], std::numeric_limits<std::int64_t>::max());
 }
 
+TEST(OnnxHostile, NumScanInputsOfInt64MaxIsRefused) {
+  // Found by fuzz_onnx_structure: num_scan_inputs + 1 passed int64 in opset 8's check.
+  GraphBuilder body("body");
+  body.input("s", {1}).input("x_t", {1}).output("s_next", {1});
+  body.node("Add", {"s", "x_t"}, {"s_next"});
+  for (const std::int64_t opset : {8, 16}) {
+    GraphBuilder g("scan");
+    g.input("s0", {-1, 1}).input("xs", {-1, -1, 1}).output("sT", {-1, 1});
+    const std::vector<std::string> inputs = opset == 8 ? std::vector<std::string>{"", "s0", "xs"} : std::vector<std::string>{"s0", "xs"};
+    g.node("Scan", inputs, {"sT"},
+           {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", std::numeric_limits<std::int64_t>::max())});
+    const auto model = onnx::load_from_bytes(model_bytes(g.graph(), opset), "m.onnx");
+    expect_run_fails<ValueError>(model, {{"s0", zeros({2, 1}, DType::float64)}, {"xs", zeros({2, 3, 1}, DType::float64)}},
+                                 {"Scan", "num_scan_inputs = 9223372036854775807 does not fit"});
+  }
+}
+
 }  // namespace
 }  // namespace recur::testing
