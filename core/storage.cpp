@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <string>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace recur {
