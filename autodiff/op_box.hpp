@@ -3,16 +3,21 @@
 //   `static constexpr std::string_view name;`
 //   `Tensor forward(const Tensor&...) const;`               (or `forward(std::span<const Tensor>)`)
 //   `template <class V> Grads<V> backward(const BackwardArgs<V>&) const;`
+//   `OpAttributes attributes() const;`  its parameters by name (autodiff/op_attributes.hpp);
+//                                       an op without data members has none and may omit it
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).
+#include <concepts>
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include <recur/autodiff/op_attributes.hpp>
 #include <recur/autodiff/var.hpp>
 #include <recur/core/small_vector.hpp>
 #include <recur/core/tensor.hpp>
@@ -82,6 +87,9 @@ struct OpVTable {
   Grads<Tensor> (*saved)(const void* op);
   // Drops those tensors (a released checkpoint segment); the op's replay makes them again.
   void (*drop_saved)(const void* op);
+  // The op's parameters (op_attributes.hpp); nullopt for an op with data members that does
+  // not say what they are (the coverage test of tests/test_op_attributes.cpp fails on one in ops/).
+  std::optional<OpAttributes> (*attributes)(const void* op);
   void (*relocate)(void* dst, void* src);  // move-construct into dst, destroy src
   void (*destroy)(void* storage);
 };
@@ -146,6 +154,7 @@ class OpBox {
   Tensor replay(const InputList<Tensor>& in) const { return vt_->replay(buf_, in); }
   Grads<Tensor> saved() const { return vt_->saved(buf_); }
   void drop_saved() const { vt_->drop_saved(buf_); }
+  std::optional<OpAttributes> attributes() const { return vt_->attributes(buf_); }
 
  private:
   void reset() {
@@ -164,6 +173,13 @@ class OpBox {
   template <class O>
   static void drop_saved_of(const O& op) {
     if constexpr (requires { op.drop_saved(); }) op.drop_saved();
+  }
+
+  template <class O>
+  static std::optional<OpAttributes> attributes_of(const O& op) {
+    if constexpr (requires { { op.attributes() } -> std::convertible_to<OpAttributes>; }) return op.attributes();
+    else if constexpr (std::is_empty_v<O>) return OpAttributes{};
+    else return std::nullopt;
   }
 
   // Where an op lives: in the buffer itself, or on the heap behind a pointer in the buffer.
@@ -191,6 +207,7 @@ class OpBox {
       [](const void* p, const BackwardArgs<Var>& a) { return Storage::get(p).backward(a); },
       [](const void* p) { return saved_of(Storage::get(p)); },
       [](const void* p) { drop_saved_of(Storage::get(p)); },
+      [](const void* p) { return attributes_of(Storage::get(p)); },
       &Storage::relocate,
       &Storage::destroy};
 

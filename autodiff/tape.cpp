@@ -40,6 +40,12 @@ void NodeStore::pop_back() {
 }
 }  // namespace detail
 
+std::optional<OpDescription> Tape::describe(const Var& v) const {
+  if (!owns(v))
+    fail<TapeError>("Tape::describe", "argument 'v' is ", v.defined() ? "a Var of another tape" : "an undefined Var");
+  return TapeAccess::describe(*this, v.id());
+}
+
 Tape::Tape() {
   const detail::TapeTicket ticket = detail::register_tape(*this);
   slot_ = ticket.slot;

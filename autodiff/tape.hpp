@@ -14,12 +14,14 @@
 // (scan, recomputed ranges), go through autodiff/tape_access.hpp.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include <recur/autodiff/memory_report.hpp>
 #include <recur/autodiff/node_store.hpp>
+#include <recur/autodiff/op_attributes.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/var.hpp>
 #include <recur/core/non_copyable.hpp>
@@ -42,6 +44,13 @@ struct BackwardOptions {
   // consumes nothing, and a later backward may run through the same ops again (and add
   // their gradients again, which is then what is asked for).
   bool retain_graph = false;
+};
+
+// An op on the tape as it describes itself: its name and parameters (attributes is nullopt
+// for an op that does not say what its data members are: a user's op may not).
+struct OpDescription {
+  std::string_view op;
+  std::optional<OpAttributes> attributes;
 };
 
 class Tape : NonCopyable {
@@ -81,6 +90,10 @@ class Tape : NonCopyable {
                         std::span<const Tensor> grad_outputs = {}, GradOptions options = {});
 
   std::uint32_t size() const { return nodes_.size(); }
+  // The op that made `v` and its parameters (autodiff/op_attributes.hpp): nullopt for a
+  // leaf, a constant, or a node that kept no op (recorded under NoGrad, or with no input
+  // needing a gradient). TapeError when `v` is not of this tape.
+  std::optional<OpDescription> describe(const Var& v) const;
   // Bytes of the distinct buffers the tape's nodes hold (what backward will need).
   std::size_t bytes_held() const;
   // Those bytes by op and by scan, and the most backward will hold (autodiff/memory_report.hpp).

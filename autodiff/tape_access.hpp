@@ -35,13 +35,11 @@ class TapeAccess {
   static void check_inputs(const Tape& tape, std::string_view op, std::span<const std::uint32_t> inputs) {
     tape.check_inputs(op, inputs);
   }
-  // Op node `id`'s forward run again on other input values: how the ONNX export of a scan
-  // reads attributes the tape does not show off the recorded op (a clip's bounds, from
-  // infinite inputs). nullopt when the node kept no op (a leaf, a constant, no gradient).
-  static std::optional<Tensor> replay_on(const Tape& tape, std::uint32_t id, const InputList<Tensor>& inputs) {
+  // Op node `id` as it describes itself (Tape::describe without the ownership check).
+  static std::optional<OpDescription> describe(const Tape& tape, std::uint32_t id) {
     const detail::OpBox& op = tape.nodes_[id].op;
     if (!op) return std::nullopt;
-    return op.replay(inputs);
+    return OpDescription{op.name(), op.attributes()};
   }
   // Drops the nodes recorded after the first `size`: how a composite op that fails
   // halfway leaves the tape as it found it (see transactional() in record.hpp).

@@ -17,6 +17,7 @@ Shape left_pad(const Shape& shape, std::size_t rank) {
 struct BroadcastTo {
   static constexpr std::string_view name = "broadcast_to";
   Shape shape;
+  OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
   Tensor forward(const Tensor& x) const {
     if (x.shape() == shape) return x;
     if (broadcast_shapes(name, x.shape(), shape, "x", "shape") != shape)
@@ -46,6 +47,7 @@ struct BroadcastTo {
 struct SumTo {
   static constexpr std::string_view name = "sum_to";
   Shape shape;
+  OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
   Tensor forward(const Tensor& x) const {
     if (x.shape() == shape) return x;
     if (shape.size() > x.shape().size() || broadcast_shapes(name, shape, x.shape(), "shape", "x") != x.shape())

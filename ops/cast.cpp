@@ -14,6 +14,7 @@ void check_floating(DType from, DType to) {
 struct Cast {
   static constexpr std::string_view name = "cast";
   DType dtype;
+  OpAttributes attributes() const { return {{"dtype", std::string(name_of(dtype))}}; }
   Tensor forward(const Tensor& x) const {
     check_floating(x.dtype(), dtype);
     return x.to(dtype);

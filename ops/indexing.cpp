@@ -36,6 +36,9 @@ struct SliceScatter {
   static constexpr std::string_view name = "slice_backward";
   std::int64_t axis, n;  // axis is normalized
   SliceRange range;
+  OpAttributes attributes() const {
+    return {{"axis", axis}, {"size", n}, {"start", range.start}, {"stop", range.stop}, {"step", range.step}};
+  }
   Tensor forward(const Tensor& g) const {
     Shape out = g.shape();
     out[axis] = n;
@@ -50,6 +53,7 @@ struct SliceScatter {
 struct Slice {
   static constexpr std::string_view name = "slice";
   std::int64_t axis, start, stop, step;
+  OpAttributes attributes() const { return {{"axis", axis}, {"start", start}, {"stop", stop}, {"step", step}}; }
   Tensor forward(const Tensor& x) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const SliceRange r = resolve(x.shape(), ax, start, stop, step);
@@ -74,6 +78,7 @@ struct Slice {
 struct Index {
   static constexpr std::string_view name = "index";
   std::int64_t axis, i;
+  OpAttributes attributes() const { return {{"axis", axis}, {"index", i}}; }
   Tensor forward(const Tensor& x) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const std::int64_t k = detail::checked_index(name, i, x.shape(), ax);

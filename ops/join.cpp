@@ -40,6 +40,7 @@ std::int64_t check_joinable(std::string_view op, std::span<const V> xs, std::int
 struct Concat {
   static constexpr std::string_view name = "concat";
   std::int64_t axis;
+  OpAttributes attributes() const { return {{"axis", axis}}; }
   Tensor forward(std::span<const Tensor> xs) const {
     const std::int64_t ax = check_joinable(name, xs, axis, false);
     Shape out = xs[0].shape();

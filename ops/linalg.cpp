@@ -10,7 +10,8 @@ namespace {
 
 struct MatMulT {
   static constexpr std::string_view name = "matmul";
-  bool ta = false, tb = false;
+  bool ta = false, tb = false;  // transposes of a's and b's last two axes
+  OpAttributes attributes() const { return {{"transpose_a", ta}, {"transpose_b", tb}}; }
 
   Tensor forward(const Tensor& a, const Tensor& b) const {
     check_same_dtype(name, a, b);

@@ -45,6 +45,7 @@ void multiply_by_previous_state(const TimeView& v, const T* grad_h, const T* h, 
 struct LinearRecurrence {
   static constexpr std::string_view name = "linear_recurrence";
   LinearRecurrenceOptions options;
+  OpAttributes attributes() const { return {{"axis", options.axis}, {"reverse", options.reverse}}; }
 
   // The result's shape and its normalized time axis; throws naming the argument at fault.
   struct Geometry {

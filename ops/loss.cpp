@@ -47,6 +47,7 @@ void check_pair(std::string_view op, const Var& a, const Var& b, std::string_vie
 struct MseReduced {
   static constexpr std::string_view name = "mse";
   Reduction reduction;
+  OpAttributes attributes() const { return {{"reduction", std::string(name_of(reduction))}}; }
 
   double scale(const Tensor& p) const {
     // The mean of nothing is NaN, as in NumPy and PyTorch.
@@ -156,6 +157,7 @@ struct ClassLayout {
 struct CrossEntropy {
   static constexpr std::string_view name = "cross_entropy";
   Reduction reduction;
+  OpAttributes attributes() const { return {{"reduction", std::string(name_of(reduction))}}; }
 
   static ClassLayout check(const Tensor& logits, const Tensor& labels) {
     if (!is_floating(logits.dtype()))

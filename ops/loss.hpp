@@ -1,12 +1,17 @@
 #pragma once
 // Loss functions. Each takes a Reduction: `mean` (the default) and `sum` give a 0-d
 // result, `none` the per-element (cross_entropy: per-sample) losses.
+#include <string_view>
+
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur {
 
 enum class Reduction { none, mean, sum };
+constexpr std::string_view name_of(Reduction r) {
+  return r == Reduction::none ? "none" : r == Reduction::mean ? "mean" : "sum";
+}
 
 // (prediction - target)^2; the shapes must match exactly (no broadcasting).
 Tensor mse(const Tensor& prediction, const Tensor& target, Reduction reduction = Reduction::mean);

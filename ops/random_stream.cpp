@@ -22,25 +22,31 @@ std::int64_t one_per_element(std::int64_t n) { return n; }
 std::int64_t two_per_pair(std::int64_t n) { return n + n % 2; }
 
 // A distribution of two real parameters sampled by a core/random.hpp function:
-// uniform(lo, hi), normal(mean, std).
+// uniform(low, high), normal(mean, std).
 using TwoParameterSampler = Tensor (*)(const Shape&, double, double, Generator&, DType);
-template <const std::string_view& Name, TwoParameterSampler Sampler, std::int64_t (*Draws)(std::int64_t)>
+template <const std::string_view& Name, TwoParameterSampler Sampler, std::int64_t (*Draws)(std::int64_t),
+          const std::string_view& First, const std::string_view& Second>
 struct TwoParameterDraw {
   static constexpr std::string_view name = Name;
   Shape shape;
   double first, second;
   DType dtype;
+  OpAttributes attributes() const {
+    return {{"shape", ints_attribute(shape)}, {First, first}, {Second, second}, {"dtype", std::string(name_of(dtype))}};
+  }
   Tensor sample(Generator& gen) const { return Sampler(shape, first, second, gen, dtype); }
   static std::int64_t draws(std::int64_t n) { return Draws(n); }
 };
 constexpr std::string_view uniform_name = "RandomStream::uniform", normal_name = "RandomStream::normal";
-using UniformDraw = TwoParameterDraw<uniform_name, recur::uniform, one_per_element>;
-using NormalDraw = TwoParameterDraw<normal_name, recur::normal, two_per_pair>;
+constexpr std::string_view low = "low", high = "high", mean = "mean", std_dev = "std";
+using UniformDraw = TwoParameterDraw<uniform_name, recur::uniform, one_per_element, low, high>;
+using NormalDraw = TwoParameterDraw<normal_name, recur::normal, two_per_pair, mean, std_dev>;
 
 // n = 1 with a tensor of probabilities.
 struct BernoulliDraw {
   static constexpr std::string_view name = "RandomStream::binomial";
   DType dtype;
+  OpAttributes attributes() const { return {{"dtype", std::string(name_of(dtype))}}; }
   Tensor sample(Generator& gen, const Tensor& p) const { return recur::bernoulli(p, gen).to(dtype); }
   static std::int64_t draws(std::int64_t n) { return one_per_element(n); }
 };
@@ -52,6 +58,9 @@ struct BinomialDraw {
   std::int64_t n;
   double p;
   DType dtype;
+  OpAttributes attributes() const {
+    return {{"shape", ints_attribute(shape)}, {"n", n}, {"p", p}, {"dtype", std::string(name_of(dtype))}};
+  }
   Tensor sample(Generator& gen) const {
     for (auto d : shape)
       if (d < 0) fail<ShapeError>(name, "argument 'shape' has a negative size: ", to_string(shape));
@@ -82,6 +91,7 @@ template <class D>
 struct Sample {
   static constexpr std::string_view name = D::name;
   D draw;
+  OpAttributes attributes() const { return draw.attributes(); }
   template <class... P>
   Tensor forward(const Tensor& state, const P&... p) const {
     Generator gen = restore(state);
@@ -97,6 +107,7 @@ struct Sample {
 struct Advance {
   static constexpr std::string_view name = "RandomStream::advance";
   std::int64_t draws;
+  OpAttributes attributes() const { return {{"draws", draws}}; }
   Tensor forward(const Tensor& state) const {
     Generator gen = restore(state);
     gen.discard(static_cast<std::uint64_t>(draws));

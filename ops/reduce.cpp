@@ -52,8 +52,9 @@ struct ReductionGrad {
 template <class F>
 struct Reduction {
   static constexpr std::string_view name = F::name;
-  Axes axes;
+  Axes axes;  // empty: all
   bool keepdims;
+  OpAttributes attributes() const { return {{"axes", ints_attribute(axes)}, {"keepdims", keepdims}}; }
   Tensor forward(const Tensor& x) const {
     const auto s = reduced_shapes(name, x.shape(), axes, keepdims);
     if (F::empty_is_error && x.numel() == 0)

@@ -38,7 +38,8 @@ Shape infer_shape(std::string_view op, const Tensor& x, const Shape& shape) {
 // views the gradient in the input's shape again.
 struct Reshape {
   static constexpr std::string_view name = "reshape";
-  Shape shape;
+  Shape shape;  // may hold one -1
+  OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
   Tensor forward(const Tensor& x) const { return x.view(infer_shape(name, x, shape)); }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
@@ -80,6 +81,7 @@ Axes checked_permutation(const Axes& dims, const Shape& shape) {
 struct Permute {
   static constexpr std::string_view name = "permute";
   Axes dims;  // normalized permutation
+  OpAttributes attributes() const { return {{"dims", ints_attribute(dims)}}; }
   Tensor forward(const Tensor& x) const {
     const Axes p = checked_permutation(dims, x.shape());
     Shape out_shape;

@@ -23,8 +23,9 @@ T finite_or_zero(T m) {
 
 struct LogSumExp {
   static constexpr std::string_view name = "logsumexp";
-  Axes axes;
+  Axes axes;  // empty: all
   bool keepdims;
+  OpAttributes attributes() const { return {{"axes", ints_attribute(axes)}, {"keepdims", keepdims}}; }
 
   // x's shape with the reduced axes set to 1 (keep) or dropped.
   Shape reduced_shape(const Shape& in, bool keep) const {
@@ -83,6 +84,7 @@ template <bool Log>
 struct SoftmaxAlong {
   static constexpr std::string_view name = Log ? "log_softmax" : "softmax";
   std::int64_t axis;
+  OpAttributes attributes() const { return {{"axis", axis}}; }
 
   Tensor forward(const Tensor& x) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());

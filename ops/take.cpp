@@ -43,6 +43,7 @@ Tensor scatter_into_zeros(const Scatter& scatter, const Shape& shape, const Tens
 struct TakeScatter {
   static constexpr std::string_view name = "take_backward";
   std::int64_t axis, n;  // axis is normalized
+  OpAttributes attributes() const { return {{"axis", axis}, {"size", n}}; }
   // acc (the shape of take's x) += g at the taken positions.
   void add_into(Tensor& acc, const Tensor& g, const Tensor& indices) const {
     const std::int64_t* p = indices.data<std::int64_t>();
@@ -66,6 +67,7 @@ struct TakeScatter {
 struct Take {
   static constexpr std::string_view name = "take";
   std::int64_t axis;
+  OpAttributes attributes() const { return {{"axis", axis}}; }
   Tensor forward(const Tensor& x, const Tensor& indices) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());
     detail::check_indices(name, indices, x.shape(), ax);
@@ -105,6 +107,7 @@ struct GatherScatter {
   static constexpr std::string_view name = "gather_backward";
   std::int64_t axis;  // normalized
   Shape x_shape;
+  OpAttributes attributes() const { return {{"axis", axis}, {"shape", ints_attribute(x_shape)}}; }
   // acc (of x_shape) += g at the gathered positions.
   void add_into(Tensor& acc, const Tensor& g, const Tensor& indices) const {
     dispatch(g.dtype(), [&]<class T>() {
@@ -127,6 +130,7 @@ struct GatherScatter {
 struct Gather {
   static constexpr std::string_view name = "gather";
   std::int64_t axis;
+  OpAttributes attributes() const { return {{"axis", axis}}; }
   static void check_shapes(const Tensor& x, const Tensor& indices, std::int64_t ax) {
     bool fits = indices.rank() == x.rank();
     for (std::int64_t d = 0; fits && d < x.rank(); ++d) fits = d == ax || indices.shape()[d] <= x.shape()[d];

@@ -130,6 +130,7 @@ struct SoftplusF {
 struct Clip {
   static constexpr std::string_view name = "clip";
   double lo, hi;
+  OpAttributes attributes() const { return {{"lo", lo}, {"hi", hi}}; }
   Tensor forward(const Tensor& x) const {
     if (!(lo <= hi)) fail<ValueError>(name, "argument 'lo' = ", lo, " must not exceed 'hi' = ", hi);
     return dispatch_floating(name, x.dtype(), [&]<class T>() {

@@ -15,6 +15,7 @@ namespace recur::nn {
 
 // Which cell: Elman RNN (1 gate), LSTM (4 gates) or GRU (3 gates).
 enum class CellKind { rnn, lstm, gru };
+constexpr std::string_view name_of(CellKind k) { return k == CellKind::rnn ? "rnn" : k == CellKind::lstm ? "lstm" : "gru"; }
 
 struct CellWeights {
   Var w_ih{}, w_hh{}, b_ih{}, b_hh{};  // `{}`: designated initializers may leave the biases out

@@ -54,6 +54,21 @@ struct FusedRecurrence {
   bool cell_apart = false;
   std::shared_ptr<detail::FusedSaved> saved = std::make_shared<detail::FusedSaved>();
 
+  // The cell and its form, which optional inputs follow x, w_ih, w_hh, h0 (in the order
+  // c0, b_ih, b_hh), the lengths.
+  OpAttributes attributes() const {
+    return {{"kind", std::string(name_of(options.kind))},
+            {"nonlinearity", std::string(name_of(options.nonlinearity))},
+            {"linear_before_reset", options.linear_before_reset},
+            {"reverse", options.reverse},
+            {"truncate_gradient", options.truncate_gradient},
+            {"lengths", lengths},
+            {"has_c0", c0_at >= 0},
+            {"has_b_ih", b_ih_at >= 0},
+            {"has_b_hh", b_hh_at >= 0},
+            {"cell_apart", cell_apart}};
+  }
+
   bool lstm() const { return options.kind == CellKind::lstm; }
   bool packs_cell() const { return lstm() && !cell_apart; }  // the output's row T is c_T
   bool gru() const { return options.kind == CellKind::gru; }

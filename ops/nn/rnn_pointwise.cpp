@@ -12,6 +12,7 @@ namespace {
 struct RnnPointwise {
   static constexpr std::string_view name = "rnn_pointwise";
   Nonlinearity act = Nonlinearity::tanh;
+  OpAttributes attributes() const { return {{"nonlinearity", std::string(name_of(act))}}; }
 
   Tensor forward(const Tensor& xproj, const Tensor& hproj) const {
     detail::check_step_argument(name, xproj, "xproj", 1, hproj, "hproj");

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to recur's ONNX export of a scan: one traced op while the body nodes that compute
 // it are added (export_step_ops.cpp, and export_step_cells.cpp for the cells' fused ops),
-// with the search that finds an attribute the tape does not keep.
+// its parameters read off the op's description on the tape.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <recur/core/error.hpp>
+#include <recur/core/shape.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
 
@@ -19,16 +20,13 @@ namespace recur::onnx::detail {
 
 using Ints = std::vector<std::int64_t>;
 
-// One traced op while its nodes are added. Its values are the graph's trace's, or while
-// find() checks a candidate on the batch trace, that one's.
+// One traced op while its nodes are added; its values are the graph's trace's.
 struct OpView {
   StepGraph& graph;
   const TracedOp& op;
-  mutable const StepTrace* values = nullptr;
 
-  const StepTrace& trace() const { return values ? *values : graph.trace; }
-  const Tensor& x(std::size_t i) const { return trace().value(op.inputs[i]); }
-  const Tensor& y() const { return trace().value(op.node); }
+  const Tensor& x(std::size_t i) const { return graph.trace.value(op.inputs[i]); }
+  const Tensor& y() const { return graph.trace.value(op.node); }
   std::int64_t rank() const { return x(0).rank(); }
   std::string in(std::size_t i) const { return graph.name_of(op.inputs[i]); }
   std::vector<std::string> all_inputs() const {
@@ -53,34 +51,28 @@ struct OpView {
   }
   std::string ints(const Ints& values, const std::string& hint) const { return graph.ints(values, out() + "_" + hint); }
 
-  // The first candidate attribute value with which recur's op, `apply(candidate)`, gives
-  // the recorded output (on random inputs, the only one), in every trace: with a symbolic
-  // batch, one that fits the traced batch size only depends on it, which the body cannot.
-  template <class C, class F>
-  C find(std::string_view what, const std::vector<C>& candidates, F apply) const {
-    bool fits_one = false;
-    for (const C& c : candidates) {
-      bool fits_all = true;
-      for (const StepTrace* t : graph.traces()) {
-        values = t;
-        try {
-          fits_all = fits_all && identical(apply(c), y());
-        } catch (const Error&) {
-          fits_all = false;  // a candidate the op rejects for these shapes is not the one
-        }
-        fits_one = fits_one || (fits_all && t == &graph.trace);
-        if (!fits_all) break;
-      }
-      values = nullptr;
-      if (fits_all) return c;
-    }
-    std::string shapes;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) shapes += (i ? ", " : "") + to_string(x(i).shape());
-    if (fits_one)
-      fail<ValueError>(graph.op, "the ", what, " of op '", op.name, "' (node ", op.node, ", inputs of shapes ", shapes,
-                       ") depend on the batch size: it cannot run at another batch size (option 'batch_axis')");
-    fail<ValueError>(graph.op, "cannot tell the ", what, " of op '", op.name, "' (node ", op.node,
-                     ") from its inputs of shapes ", shapes, " and output of shape ", to_string(y().shape()));
+  // The op's parameter `name` as it described itself on the tape (autodiff/op_attributes.hpp).
+  // With a symbolic batch it must be the same in the batch trace: a parameter that changes
+  // with the batch size cannot be a fixed attribute of the body (ValueError).
+  template <class T>
+  const T& attribute(std::string_view name) const {
+    const T& value = attributes_in(graph.trace).get<T>(op.name, name);
+    for (const StepTrace* t : graph.traces())
+      if (attributes_in(*t).get<T>(op.name, name) != value)
+        fail<ValueError>(graph.op, "attribute '", name, "' of op '", op.name, "' (node ", op.node, ") is not the same "
+                         "at another batch size: its parameters depend on the batch size, so it cannot run at "
+                         "another batch size (option 'batch_axis')");
+    return value;
+  }
+  const OpAttributes& attributes_in(const StepTrace& t) const {
+    const TracedOp& traced = t.ops.at(t.op_of.at(op.node));
+    if (!traced.attributes)
+      fail<ValueError>(graph.op, "op '", op.name, "' (node ", op.node, ") does not describe its parameters");
+    return *traced.attributes;
+  }
+  // Attribute `name`, an axis of input 0, normalized (recur's ops take negative axes).
+  std::int64_t axis(std::string_view name = "axis") const {
+    return normalize_axis(op.name, attribute<std::int64_t>(name), x(0).shape());
   }
 
   // The op's output shape as a body value (batch sizes computed: StepGraph::shape_of).

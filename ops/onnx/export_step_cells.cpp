@@ -21,12 +21,10 @@ std::vector<std::string> gate_blocks(const OpView& v, std::size_t i, std::int64_
   return blocks;
 }
 
-// act(xproj + hproj), the nonlinearity told from the output.
+// act(xproj + hproj).
 void rnn_pointwise(const OpView& v) {
-  const std::vector<nn::Nonlinearity> acts{nn::Nonlinearity::tanh, nn::Nonlinearity::relu};
-  const nn::Nonlinearity act =
-      v.find("nonlinearity", acts, [&](nn::Nonlinearity a) { return nn::rnn_pointwise(v.x(0), v.x(1), a); });
-  v.node(act == nn::Nonlinearity::tanh ? "Tanh" : "Relu", {v.step("Add", {v.in(0), v.in(1)}, "sum")});
+  const bool tanh = v.attribute<std::string>("nonlinearity") == name_of(nn::Nonlinearity::tanh);
+  v.node(tanh ? "Tanh" : "Relu", {v.step("Add", {v.in(0), v.in(1)}, "sum")});
 }
 
 // gates [B, 4H] (i f g o), c [B, H] -> concat(h', c'): c' = sig(f) c + sig(i) tanh(g),

@@ -1,28 +1,17 @@
 // Each recur op a scan's step records, as ONNX nodes of the body (export_step_ops_detail.hpp).
-// An op's attributes are not on the tape: they are found as the one candidate value that,
-// applied with recur's own op to the op's recorded (random) inputs, gives its recorded
-// output exactly (a clip's bounds, which no finite input need show, by running the
-// recorded op again on infinities). The cells' fused ops: export_step_cells.cpp.
+// An op's parameters (axes, bounds, transposes) are read off its description on the tape
+// (autodiff/op_attributes.hpp). The cells' fused ops: export_step_cells.cpp.
 #include <recur/ops/onnx/export_step_ops_detail.hpp>
 
 #include <algorithm>
-#include <functional>
-#include <limits>
 #include <numeric>
-#include <optional>
 
-#include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/core/error.hpp>
-#include <recur/ops/indexing.hpp>
-#include <recur/ops/join.hpp>
-#include <recur/ops/linalg.hpp>
+#include <recur/core/shape.hpp>
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export_graph_detail.hpp>
 #include <recur/ops/onnx/export_op_view_detail.hpp>
-#include <recur/ops/reduce.hpp>
-#include <recur/ops/shape.hpp>
-#include <recur/ops/softmax.hpp>
 
 namespace recur::onnx::detail {
 namespace {
@@ -31,42 +20,16 @@ Emit same_inputs(std::string type) {
   return [type](const OpView& v) { v.node(type, v.all_inputs()); };
 }
 
-// The permutations p with y.shape[k] == x.shape[p[k]].
-std::vector<Ints> permutations(const Shape& x, const Shape& y) {
-  Ints p(x.size());
-  std::iota(p.begin(), p.end(), 0);
-  std::vector<Ints> all;
-  if (x.size() != y.size()) return all;
-  do {
-    bool fits = true;
-    for (std::size_t k = 0; k < p.size() && fits; ++k) fits = y[k] == x[static_cast<std::size_t>(p[k])];
-    if (fits) all.push_back(p);
-  } while (std::next_permutation(p.begin(), p.end()));
-  return all;
-}
-
-// The axis subsets of a reduction (keepdims false, then true); the empty one last.
-std::vector<std::pair<Axes, bool>> reductions(std::int64_t rank) {
-  std::vector<std::pair<Axes, bool>> all;
-  for (bool keep : {false, true})
-    for (std::int64_t mask = (std::int64_t{1} << rank) - 1; mask >= 0; --mask) {
-      Axes axes;
-      for (std::int64_t a = 0; a < rank; ++a)
-        if (mask & (std::int64_t{1} << a)) axes.push_back(a);
-      all.emplace_back(axes, keep);
-    }
-  return all;
-}
-
-using ReduceFn = Tensor (*)(const Tensor&, const Axes&, bool);
-
-// The axes and keepdims of a reduction `fn` (recur's empty axes mean all: the empty
-// candidate is "nothing reduced").
-std::pair<Ints, bool> reduced_axes(const OpView& v, ReduceFn fn) {
-  const auto [axes, keep] = v.find("axes", reductions(v.rank()), [&](const auto& c) {
-    return c.first.empty() ? v.x(0) : fn(v.x(0), c.first, c.second);
-  });
-  return {Ints(axes.begin(), axes.end()), keep};
+// A reduction's axes (recur's empty list: all of them), normalized and sorted, and keepdims.
+std::pair<Ints, bool> reduced_axes(const OpView& v) {
+  const Ints& raw = v.attribute<Ints>("axes");
+  Ints axes(static_cast<std::size_t>(v.rank()));
+  std::iota(axes.begin(), axes.end(), 0);
+  if (!raw.empty()) {
+    const Axes normalized = normalize_axes(v.op.name, Axes(raw.begin(), raw.end()), v.x(0).shape());
+    axes.assign(normalized.begin(), normalized.end());
+  }
+  return {axes, v.attribute<bool>("keepdims")};
 }
 
 // ReduceX over `axes` of `input` into `output`: axes as an input (ReduceSum from opset 13)
@@ -81,9 +44,9 @@ void add_reduce(const OpView& v, const std::string& type, const std::string& inp
   set_attribute(n, "keepdims", std::int64_t{keep ? 1 : 0});
 }
 
-Emit reduce(std::string type, ReduceFn fn) {
+Emit reduce(std::string type) {
   return [=](const OpView& v) {
-    const auto [axes, keep] = reduced_axes(v, fn);
+    const auto [axes, keep] = reduced_axes(v);
     if (axes.empty())
       v.node("Identity", {v.in(0)});
     else
@@ -94,7 +57,7 @@ Emit reduce(std::string type, ReduceFn fn) {
 // logsumexp as max + log(sum(exp(x - max))), recur's own stable form, from ops every
 // ONNX runtime (recur's importer too) has.
 void logsumexp(const OpView& v) {
-  const auto [axes, keep] = reduced_axes(v, &recur::logsumexp);
+  const auto [axes, keep] = reduced_axes(v);
   if (axes.empty()) {
     v.node("Identity", {v.in(0)});
     return;
@@ -110,24 +73,17 @@ void logsumexp(const OpView& v) {
   v.node("Add", {logs, top_out});
 }
 
-// An op with one axis attribute, `attribute` of the ONNX node.
-Emit along_axis(std::string type, std::string attribute, std::function<Tensor(const OpView&, std::int64_t)> fn) {
-  return [=](const OpView& v) {
-    Ints axes(static_cast<std::size_t>(std::max<std::int64_t>(v.rank(), 1)));
-    std::iota(axes.begin(), axes.end(), 0);
-    const std::int64_t axis = v.find("axis", axes, [&](std::int64_t a) { return fn(v, a); });
-    set_attribute(v.node(type, v.all_inputs()), attribute, axis);
-  };
+// An op with one axis, attribute `attribute` of the ONNX node `type`.
+Emit along_axis(std::string type, std::string attribute) {
+  return [=](const OpView& v) { set_attribute(v.node(type, v.all_inputs()), attribute, v.axis()); };
 }
 
 // matmul_t's transposes of the last two axes, as Transpose nodes before MatMul.
 void matmul(const OpView& v) {
-  const std::vector<std::pair<bool, bool>> flags{{false, false}, {true, false}, {false, true}, {true, true}};
-  const auto [ta, tb] =
-      v.find("transposes", flags, [&](auto f) { return matmul_t(v.x(0), v.x(1), f.first, f.second); });
+  const bool transposed[] = {v.attribute<bool>("transpose_a"), v.attribute<bool>("transpose_b")};
   std::vector<std::string> operands;
   for (std::size_t i : {0u, 1u}) {
-    if (!(i == 0 ? ta : tb)) {
+    if (!transposed[i]) {
       operands.push_back(v.in(i));
       continue;
     }
@@ -147,50 +103,24 @@ void reshape(const OpView& v) {
 }
 
 void permute(const OpView& v) {
-  const Ints perm = v.find("permutation", permutations(v.x(0).shape(), v.y().shape()),
-                           [&](const Ints& p) { return recur::permute(v.x(0), Axes(p.begin(), p.end())); });
+  Ints perm;
+  for (std::int64_t d : v.attribute<Ints>("dims")) perm.push_back(normalize_axis(v.op.name, d, v.x(0).shape(), "dims"));
   set_attribute(v.node("Transpose", {v.in(0)}), "perm", perm);
 }
 
-struct SliceCandidate {
-  std::int64_t axis, start, stop, step;
-};
-
-// The slices that could have made y: on the one axis where the shapes may differ, a start
-// whose slab is y's first and a step to the slab of y's second.
-std::vector<SliceCandidate> slice_candidates(const Tensor& x, const Tensor& y) {
-  std::vector<SliceCandidate> all;
-  if (x.rank() != y.rank()) return all;
-  for (std::int64_t a = 0; a < x.rank(); ++a) {
-    const std::int64_t n = x.size(a), count = y.size(a);
-    if (count == 0) all.push_back({a, 0, 0, 1});
-    for (std::int64_t s = 0; count > 0 && s < n; ++s) {
-      if (!identical(index(x, a, s), index(y, a, 0))) continue;
-      if (count == 1) all.push_back({a, s, s + 1, 1});
-      for (std::int64_t d = 1; count > 1 && s + d * (count - 1) < n; ++d)
-        if (identical(index(x, a, s + d), index(y, a, 1))) all.push_back({a, s, s + d * (count - 1) + 1, d});
-    }
-  }
-  return all;
-}
-
+// ONNX's Slice clamps its bounds as recur's slice does (Python's rules, step >= 1).
 void slice(const OpView& v) {
-  const SliceCandidate c = v.find("bounds", slice_candidates(v.x(0), v.y()), [&](const SliceCandidate& s) {
-    return recur::slice(v.x(0), s.axis, s.start, s.stop, s.step);
-  });
-  v.node("Slice", {v.in(0), v.ints({c.start}, "starts"), v.ints({c.stop}, "ends"), v.ints({c.axis}, "axes"),
-                   v.ints({c.step}, "steps")});
+  v.node("Slice", {v.in(0), v.ints({v.attribute<std::int64_t>("start")}, "starts"),
+                   v.ints({v.attribute<std::int64_t>("stop")}, "ends"), v.ints({v.axis()}, "axes"),
+                   v.ints({v.attribute<std::int64_t>("step")}, "steps")});
 }
 
-// x[i] along an axis: Gather with a scalar index, which drops the axis.
+// x[i] along an axis: Gather with a scalar index (negative counts from the back, as in
+// recur), which drops the axis.
 void index_along(const OpView& v) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> candidates;
-  for (std::int64_t a = 0; a < v.rank(); ++a)
-    for (std::int64_t i = 0; i < v.x(0).size(a); ++i) candidates.emplace_back(a, i);
-  const auto [axis, i] =
-      v.find("axis and position", candidates, [&](auto c) { return index(v.x(0), c.first, c.second); });
-  const std::string position = v.graph.constant(from_vector(Ints{i}, {}), v.out() + "_index");
-  set_attribute(v.node("Gather", {v.in(0), position}), "axis", axis);
+  const std::string position =
+      v.graph.constant(from_vector(Ints{v.attribute<std::int64_t>("index")}, {}), v.out() + "_index");
+  set_attribute(v.node("Gather", {v.in(0), position}), "axis", v.axis());
 }
 
 // The axes sum_to sums over (kept): the leading ones and those broadcast from 1.
@@ -223,15 +153,10 @@ void where(const OpView& v) {
   v.node("Where", {mask, v.in(1), v.in(2)});
 }
 
-// clip's bounds are not on the tape: the recorded op, run again on -inf and +inf, gives them.
 void clip(const OpView& v) {
-  const double inf = std::numeric_limits<double>::infinity();
-  const Tensor probe = from_vector(std::vector<double>{-inf, inf}, {2}).to(v.x(0).dtype());
-  const Tensor* probes[] = {&probe};
-  const std::optional<Tensor> bounds = TapeAccess::replay_on(*v.graph.trace.tape, v.op.node, InputList<Tensor>(probes, 1));
-  if (!bounds) fail<ValueError>(v.graph.op, "op 'clip' (node ", v.op.node, ") kept no op to read its bounds from");
-  v.node("Clip", {v.in(0), v.graph.constant(index(*bounds, 0, 0), v.out() + "_min"),
-                  v.graph.constant(index(*bounds, 0, 1), v.out() + "_max")});
+  const DType dtype = v.x(0).dtype();
+  v.node("Clip", {v.in(0), v.graph.constant(scalar(v.attribute<double>("lo"), dtype), v.out() + "_min"),
+                  v.graph.constant(scalar(v.attribute<double>("hi"), dtype), v.out() + "_max")});
 }
 
 const Emitters& emitters() {
@@ -253,24 +178,16 @@ const Emitters& emitters() {
     add_cell_emitters(t);
     t.emplace("sum_to", sum_to);
     t.emplace("broadcast_to", [](const OpView& v) { v.node("Expand", {v.in(0), v.out_shape()}); });
-    t.emplace("sum", reduce("ReduceSum", &recur::sum));
-    t.emplace("max", reduce("ReduceMax", &recur::max));
-    t.emplace("min", reduce("ReduceMin", &recur::min));
-    t.emplace("prod", reduce("ReduceProd", &recur::prod));
+    t.emplace("sum", reduce("ReduceSum"));
+    t.emplace("max", reduce("ReduceMax"));
+    t.emplace("min", reduce("ReduceMin"));
+    t.emplace("prod", reduce("ReduceProd"));
     t.emplace("logsumexp", logsumexp);
-    t.emplace("softmax",
-              along_axis("Softmax", "axis", [](const OpView& v, std::int64_t a) { return softmax(v.x(0), a); }));
-    t.emplace("log_softmax",
-              along_axis("LogSoftmax", "axis", [](const OpView& v, std::int64_t a) { return log_softmax(v.x(0), a); }));
-    t.emplace("concat", along_axis("Concat", "axis", [](const OpView& v, std::int64_t a) {
-                std::vector<Tensor> xs;
-                for (std::size_t i = 0; i < v.op.inputs.size(); ++i) xs.push_back(v.x(i));
-                return concat(std::span<const Tensor>(xs), a);
-              }));
-    t.emplace("take",
-              along_axis("Gather", "axis", [](const OpView& v, std::int64_t a) { return take(v.x(0), v.x(1), a); }));
-    t.emplace("gather", along_axis("GatherElements", "axis",
-                                   [](const OpView& v, std::int64_t a) { return gather(v.x(0), a, v.x(1)); }));
+    t.emplace("softmax", along_axis("Softmax", "axis"));
+    t.emplace("log_softmax", along_axis("LogSoftmax", "axis"));
+    t.emplace("concat", along_axis("Concat", "axis"));
+    t.emplace("take", along_axis("Gather", "axis"));
+    t.emplace("gather", along_axis("GatherElements", "axis"));
     return t;
   }();
   return table;
@@ -311,7 +228,7 @@ void add_op(StepGraph& graph, const TracedOp& op) {
                            "), which has no ONNX form here; exported ops: ", known);
   }
   graph.value_names.emplace(op.node, graph.names.unique(op.name));
-  it->second(OpView{graph, op, nullptr});
+  it->second(OpView{graph, op});
 }
 
 std::vector<std::string_view> exportable_ops() {

@@ -77,6 +77,7 @@ void keep_dynamic_ops(std::string_view op, StepTrace& trace, const std::vector<T
     dynamic.insert(o.node);
     trace.op_of.emplace(o.node, trace.ops.size());
     trace.ops.push_back(o);
+    if (const auto d = TapeAccess::describe(*trace.tape, o.node)) trace.ops.back().attributes = d->attributes;
   }
   // A node that needs a gradient came from the inputs; unless it is one of the above, it
   // was recorded where this scope could not see it.
@@ -117,6 +118,10 @@ StepTrace trace_once(std::string_view op, const OnnxBody& body, const std::vecto
 // What differs between two traces of one step, or "" when nothing does.
 std::string difference(const StepTrace& a, const StepTrace& b) {
   if (std::string ops = op_difference(a, b); !ops.empty()) return ops + " for different values (control flow on values?)";
+  for (std::size_t k = 0; k < a.ops.size(); ++k)
+    if (a.ops[k].attributes != b.ops[k].attributes)
+      return "the parameters of op '" + a.ops[k].name + "' (node " + std::to_string(a.ops[k].node) +
+             ") differ for different values (computed from the step's inputs?)";
   for (std::uint32_t n = 0; n < a.tape->size(); ++n)
     if (a.kind(n) == TracedKind::constant && !identical(a.value(n), b.value(n), true))
       return "node " + std::to_string(n) + " is a constant computed from the step's inputs (a comparison mask or "

@@ -6,26 +6,30 @@
 //
 // The step runs on stand-ins: its floating states and scan-input elements are variables of
 // the example shapes and dtypes, and every floating Shared it reads is a variable of the
-// Shared's shape, all holding random values (integer ones, indices, keep their values). An op's attributes (a slice's bounds, a permutation) are not
-// on the tape, only its inputs and output; with random inputs, the one attribute value
-// that turns the recorded inputs into the recorded output is the op's (export_step_ops).
+// Shared's shape, all holding random values (integer ones, indices, keep their values).
+// Each op's parameters (a slice's bounds, a permutation) are read off the op on the tape,
+// as it describes itself (autodiff/op_attributes.hpp).
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <recur/autodiff/op_attributes.hpp>
 #include <recur/autodiff/shared.hpp>
 #include <recur/autodiff/tape.hpp>
 #include <recur/ops/scan/onnx.hpp>
 
 namespace recur::onnx::detail {
 
-// One op the step recorded: its name, its input nodes in order, and its own node.
+// One op the step recorded: its name, its input nodes in order, its own node, and its
+// parameters (nullopt for an op that does not describe them: a user's own op).
 struct TracedOp {
   std::string name;
   std::vector<std::uint32_t> inputs;
   std::uint32_t node = 0;
+  std::optional<OpAttributes> attributes{};
 };
 
 // What a node of the trace is, for the body graph: a body input, a Shared the step reads
