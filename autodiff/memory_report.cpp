@@ -1,5 +1,5 @@
 // Tape::memory_report(): one walk over the nodes, charging every buffer once (see
-// autodiff/memory_report.hpp for the rule), then the rows by op and by scan.
+// autodiff/memory_report.hpp for the rule), then the rows by op and by region.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -50,27 +50,27 @@ std::unordered_map<const Storage*, Holders> holders_of(const detail::NodeStore& 
   return holders;
 }
 
-void add_scans(MemoryReport& report, std::vector<detail::ScanRecord> scans, const std::vector<std::size_t>& charged,
-               const detail::Recompute* recompute) {
-  // Recording order: an enclosing scan (which begins first, or with its inner one and
-  // ends after it) before the scans inside it. A scan is noted when its loop ends, so an
-  // inner one is noted first: reversed, a step that is nothing but an inner scan (the same
-  // nodes) puts the outer first too.
-  std::reverse(scans.begin(), scans.end());
-  std::stable_sort(scans.begin(), scans.end(), [](const auto& a, const auto& b) {
+void add_regions(MemoryReport& report, std::vector<detail::RegionRecord> regions,
+                 const std::vector<std::size_t>& charged, const detail::Recompute* recompute) {
+  // Recording order: an enclosing region (which begins first, or with its inner one and
+  // ends after it) before the regions inside it. A region is noted when it closes, so an
+  // inner one is noted first: reversed, a step that is nothing but an inner region (the
+  // same nodes) puts the outer first too.
+  std::reverse(regions.begin(), regions.end());
+  std::stable_sort(regions.begin(), regions.end(), [](const auto& a, const auto& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
   });
-  for (std::size_t k = 0; k < scans.size(); ++k) {
-    const detail::ScanRecord& r = scans[k];
-    ScanMemory s = r.info;
+  for (std::size_t k = 0; k < regions.size(); ++k) {
+    const detail::RegionRecord& r = regions[k];
+    RegionMemory s = r.info;
     s.name += " #" + std::to_string(k);
-    s.depth = static_cast<int>(std::count_if(scans.begin(), scans.end(), [&](const auto& o) {
+    s.depth = static_cast<int>(std::count_if(regions.begin(), regions.end(), [&](const auto& o) {
       return &o != &r && o.begin <= r.begin && o.end >= r.end && (o.begin < r.begin || o.end > r.end || &o < &r);
     }));
     s.nodes = r.end - r.begin;
     for (std::uint32_t i = r.begin; i < r.end; ++i) s.bytes += charged[i];
     s.replay_bytes = recompute ? recompute->replay_bytes(r.begin, r.end) : 0;
-    report.scans.push_back(std::move(s));
+    report.regions.push_back(std::move(s));
   }
 }
 
@@ -101,11 +101,11 @@ MemoryReport Tape::memory_report() const {
   std::stable_sort(report.ops.begin(), report.ops.end(),
                    [](const OpMemory& a, const OpMemory& b) { return a.bytes > b.bytes; });
 
-  add_scans(report, scans_, charged, recompute_.get());
+  add_regions(report, regions_, charged, recompute_.get());
   report.peak_bytes = report.held_bytes + (recompute_ ? recompute_->replay_bytes(0, nodes_.size()) : 0);
   return report;
 }
 
-void TapeAccess::note_scan(Tape& tape, detail::ScanRecord record) { tape.scans_.push_back(std::move(record)); }
+void TapeAccess::note_region(Tape& tape, detail::RegionRecord record) { tape.regions_.push_back(std::move(record)); }
 
 }  // namespace recur

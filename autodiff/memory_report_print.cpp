@@ -55,18 +55,6 @@ std::string format_bytes(std::size_t bytes) {
   return text;
 }
 
-std::string ScanMemory::policy_text() const {
-  switch (policy) {
-    case ScanPolicy::full_tape: return "full tape";
-    case ScanPolicy::every_k: return "every_k(" + std::to_string(interval) + ")";
-    case ScanPolicy::auto_sqrt: return "auto_sqrt (k = " + std::to_string(interval) + ")";
-    case ScanPolicy::snapshots: return "snapshots(" + std::to_string(snapshots) + ")";
-    case ScanPolicy::budget:
-      return "budget(" + format_bytes(budget_bytes) + ") -> snapshots(" + std::to_string(snapshots) + ")";
-  }
-  return "?";
-}
-
 std::string MemoryReport::to_string() const {
   std::ostringstream os;
   os << "tape memory: " << nodes << " nodes hold " << format_bytes(held_bytes) << "; backward peaks at "
@@ -79,16 +67,16 @@ std::string MemoryReport::to_string() const {
   if (consumed_nodes > 0)
     os << "  consumed by a backward: " << consumed_nodes << " nodes, " << format_bytes(consumed_bytes)
        << " only they hold (freed with the tape)\n";
-  if (!scans.empty()) {
-    Table scan_table({true, false, true});
-    scan_table.add({"scan", "steps", "policy", "nodes", "bytes", "replay"});
-    // A scan inside a long loop's step is a scan per step: the table shows the first ones.
+  if (!regions.empty()) {
+    Table region_table({true, false, true});
+    region_table.add({"region", "steps", "policy", "nodes", "bytes", "replay"});
+    // A region inside a long loop's step is one per step: the table shows the first ones.
     constexpr std::size_t kMaxRows = 20;
-    for (const ScanMemory& s : std::span(scans).first(std::min(scans.size(), kMaxRows)))
-      scan_table.add({std::string(2 * static_cast<std::size_t>(s.depth), ' ') + s.name, std::to_string(s.steps),
-                      s.policy_text(), std::to_string(s.nodes), format_bytes(s.bytes), format_bytes(s.replay_bytes)});
-    scan_table.print(os, "  ");
-    if (scans.size() > kMaxRows) os << "  ... and " << scans.size() - kMaxRows << " more scans\n";
+    for (const RegionMemory& r : std::span(regions).first(std::min(regions.size(), kMaxRows)))
+      region_table.add({std::string(2 * static_cast<std::size_t>(r.depth), ' ') + r.name, std::to_string(r.steps),
+                        r.policy, std::to_string(r.nodes), format_bytes(r.bytes), format_bytes(r.replay_bytes)});
+    region_table.print(os, "  ");
+    if (regions.size() > kMaxRows) os << "  ... and " << regions.size() - kMaxRows << " more regions\n";
   }
   return os.str();
 }

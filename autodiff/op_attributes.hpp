@@ -3,7 +3,7 @@
 // and keepdims, a cell's kind and form), kept on the tape with the op, as JAX's primitives
 // carry theirs in bind(). An op struct with data members gives them by defining
 //   OpAttributes attributes() const;
-// (an op without members has none to give). Readers - the ONNX export, a captured scan
+// (an op without members has none to give). Readers - the ONNX export, a captured loop
 // step - read the op's parameters here instead of guessing them from its values.
 // Values are raw, as the op was built: an axis may be negative, a slice's stop past the end,
 // and a reader resolves them against the input shapes as the op's forward does.

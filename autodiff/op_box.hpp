@@ -47,7 +47,7 @@ namespace detail {
 // Lets a plain (V = Tensor) backward rule add into an input's accumulated gradient in
 // place instead of returning a dense tensor: the gradient of x[t] or of an embedding row
 // touches a small part of a large input, and T dense full-size gradients would make a
-// scan over T steps quadratic.
+// loop over T steps quadratic.
 class GradSink {
  public:
   // The input's gradient so far: a dense buffer of its shape, zero where nothing was
@@ -77,7 +77,7 @@ namespace detail {
 
 struct OpVTable {
   std::string_view name;
-  // Runs forward again on the same inputs: recomputation of released values (scan
+  // Runs forward again on the same inputs: recomputation of released values (a loop's
   // checkpoints) gets the bit-identical result.
   Tensor (*replay)(const void* op, const InputList<Tensor>&);
   Grads<Tensor> (*backward_values)(const void* op, const BackwardArgs<Tensor>&);

@@ -53,7 +53,7 @@ std::size_t Recompute::forget_inside(std::uint32_t begin, std::uint32_t end, con
     if (inside) bytes += r.replay_bytes;
     return inside;
   });
-  // A chain still recording is an enclosing scan's (it may begin where an inner one does).
+  // A chain still recording is an enclosing loop's (it may begin where an inner one does).
   std::erase_if(chains_, [&](const auto& c) {
     const bool inside = c.get() != except && c->finished() && c->begin() >= begin && c->end() <= end;
     if (inside) bytes += c->released_bytes();

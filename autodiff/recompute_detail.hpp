@@ -1,5 +1,5 @@
 #pragma once
-// Released ranges: op nodes whose values were dropped to save memory (scan's checkpoints)
+// Released ranges: op nodes whose values were dropped to save memory (a loop's checkpoints)
 // and are recomputed, by replaying each op on its inputs, when a backward pass needs them;
 // the pass releases them again when it leaves them behind.
 #include <cstdint>
@@ -23,7 +23,7 @@ class Recompute {
 
   bool empty() const { return ranges_.empty() && chains_.empty(); }
   // Releases op nodes [begin, end) except `keep`. A range may enclose earlier ones (a
-  // checkpointed scan inside another): it replaces them.
+  // checkpointed loop inside another): it replaces them.
   void release(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
   // A chain of steps from node `begin` on, reversed by revolve (autodiff/revolve_chain_detail.hpp).
   // It lives until the tape drops its nodes or an enclosing range replaces it.
@@ -34,7 +34,7 @@ class Recompute {
   // returns the bytes their recomputation would have allocated (the encloser's now).
   std::size_t forget_inside(std::uint32_t begin, std::uint32_t end, const Chain* except = nullptr);
   // The most bytes one recomputation inside nodes [begin, end) adds during backward (see
-  // ScanMemory::replay_bytes); ranges and chains a backward consumed whole count 0.
+  // RegionMemory::replay_bytes); ranges and chains a backward consumed whole count 0.
   std::size_t replay_bytes(std::uint32_t begin, std::uint32_t end) const;
   // Forgets the ranges that reach past node `size` (the tape drops those nodes).
   void truncate(std::uint32_t size) noexcept;

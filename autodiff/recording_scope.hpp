@@ -1,6 +1,6 @@
 #pragma once
 // RecordingScope: a stretch of recording that the tape consults, so that a construct built
-// on the tape (scan's step function, ops/scan/scan_scope_detail.hpp) can give reads of a
+// on the tape (a loop's step function, in ops/) can give reads of a
 // Shared another meaning and refuse inputs, without the tape knowing the construct.
 // Scopes nest; they are pushed and popped through TapeAccess. While none is active the
 // tape pays one branch per recorded op.

@@ -14,7 +14,7 @@ namespace recur::revolve {
 
 // The fewest forward steps that reversing `steps` steps from a held state with `snapshots`
 // snapshots (that state's included) must run without keeping their intermediates:
-// r*T - C(s+r, s+1), r the smallest integer with C(s+r, s) >= T. In recur's scan, whose
+// r*T - C(s+r, s+1), r the smallest integer with C(s+r, s) >= T. In recur's loops, whose
 // forward pass already ran every step once, this is the number of steps backward replays.
 std::int64_t minimal_advances(std::int64_t steps, std::int64_t snapshots);
 

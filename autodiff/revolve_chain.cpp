@@ -105,7 +105,7 @@ void Chain::step_recorded(std::uint32_t end, const std::vector<std::uint32_t>& c
   const auto u = static_cast<std::int64_t>(bounds_.size()) - 1;
   bounds_.push_back(end);
   stats_.steps = u + 1;
-  // Scans inside the step: it is replayed whole.
+  // Loops inside the step: it is replayed whole.
   const std::size_t inner_bytes = owner_.forget_inside(bounds_[u], end, this);
   merge_into(keep_, results);
   std::vector<std::uint32_t> now;
@@ -190,7 +190,7 @@ void Chain::replay(std::int64_t step) {
     for (std::uint32_t j : n.inputs) {
       if (!nodes_[j].value.defined()) {
         if (contains(j))
-          fail<ValueError>("backward", "node ", j, " of scan step ", step_of(j), " is needed to replay step ", step,
+          fail<ValueError>("backward", "node ", j, " of step ", step_of(j), " is needed to replay step ", step,
                            " but no snapshot holds it");
         owner_.ensure_value(j);
       }
@@ -248,18 +248,18 @@ void Chain::reverse_step(std::int64_t t) {
 
 void Chain::ensure_step_of(std::uint32_t id) {
   if (!finished_)
-    fail<ValueError>("backward", "a scan reversed with Checkpoint::snapshots or budget is differentiated before its "
+    fail<ValueError>("backward", "a loop reversed with snapshots (Checkpoint::snapshots or budget) is differentiated before its "
                                  "loop ended");
   const std::int64_t u = step_of(id);
   if (taped_ != u) return reverse_step(u);
-  if (fill_last_) replay(u);  // a scan inside the last step released part of it
+  if (fill_last_) replay(u);  // a loop inside the last step released part of it
   fill_last_ = false;
 }
 
 void Chain::ensure_value(std::uint32_t id) {
   if (nodes_[id].value.defined()) return;
   if (!finished_)
-    fail<ValueError>("backward", "a scan reversed with Checkpoint::snapshots or budget is differentiated before its "
+    fail<ValueError>("backward", "a loop reversed with snapshots (Checkpoint::snapshots or budget) is differentiated before its "
                                  "loop ended");
   const std::int64_t u = step_of(id);
   if (taped_ > u && last_reader_[id - begin()] >= taped_) {

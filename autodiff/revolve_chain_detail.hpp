@@ -1,5 +1,5 @@
 #pragma once
-// A chain: a scan's iterations recorded one after another on the tape, reversed by the
+// A chain: a loop's iterations recorded one after another on the tape, reversed by the
 // binomial schedule of autodiff/revolve.hpp with at most s snapshots. The forward pass
 // keeps only the states the schedule's first sweep snapshots, and the last step whole;
 // backward, which walks the nodes downwards, asks for one step at a time, and the chain
@@ -44,7 +44,7 @@ class Chain {
   // `results`: nodes kept for good (the step's stacked outputs).
   void step_recorded(std::uint32_t end, const std::vector<std::uint32_t>& carried,
                      const std::vector<std::uint32_t>& results);
-  // The loop is over; `keep`: every node the scan's results and updates need.
+  // The loop is over; `keep`: every node the loop's results and updates need.
   void finish(const std::vector<std::uint32_t>& keep);
 
   std::uint32_t begin() const { return bounds_.front(); }
@@ -53,7 +53,7 @@ class Chain {
   const ChainStats& stats() const { return stats_; }
   bool finished() const { return finished_; }
   // For Tape::memory_report(): the most a backward adds to what the chain holds now, an
-  // upper bound (see ScanMemory::replay_bytes); and what replaying all of it allocates.
+  // upper bound (see RegionMemory::replay_bytes); and what replaying all of it allocates.
   std::size_t replay_bytes() const;
   std::size_t released_bytes() const { return stats_.step_bytes * static_cast<std::size_t>(stats_.steps); }
 

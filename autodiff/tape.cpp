@@ -108,7 +108,7 @@ Var Tape::variable(Tensor value) {
 }
 
 Var Tape::read(const Shared& shared) {
-  // Inside a scope, a Shared may read as something else (an update made inside a scan).
+  // Inside a scope, a Shared may read as something else (an update made inside a loop's step).
   for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
     if (const auto node = (*s)->redirect_read(shared)) return handle(*node);
   const RecordingScope* checking = checking_scopes_ > 0 ? innermost_checking_scope() : nullptr;
@@ -134,7 +134,7 @@ void Tape::truncate(std::uint32_t size) noexcept {
   if (recompute_) recompute_->truncate(size);
   while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();
   while (!leaf_grads_.empty() && leaf_grads_.back().node >= size) leaf_grads_.pop_back();
-  std::erase_if(scans_, [&](const detail::ScanRecord& s) { return s.end > size; });
+  std::erase_if(regions_, [&](const detail::RegionRecord& s) { return s.end > size; });
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {

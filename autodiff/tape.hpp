@@ -11,7 +11,7 @@
 // into the leaves a second time, unless the earlier pass kept the graph (retain_graph).
 //
 // This is the face users call. Code that records ops, and constructs built on the tape
-// (scan, recomputed ranges), go through autodiff/tape_access.hpp.
+// (loops over steps, recomputed ranges), go through autodiff/tape_access.hpp.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -96,7 +96,7 @@ class Tape : NonCopyable {
   std::optional<OpDescription> describe(const Var& v) const;
   // Bytes of the distinct buffers the tape's nodes hold (what backward will need).
   std::size_t bytes_held() const;
-  // Those bytes by op and by scan, and the most backward will hold (autodiff/memory_report.hpp).
+  // Those bytes by op and by region, and the most backward will hold (autodiff/memory_report.hpp).
   // Walks the nodes when called; nothing is tracked for it while recording.
   MemoryReport memory_report() const;
 
@@ -148,7 +148,7 @@ class Tape : NonCopyable {
   std::vector<SharedRead> shared_reads_;
   std::vector<LeafGrad> leaf_grads_;
   std::unique_ptr<detail::Recompute> recompute_;  // created by the first released range
-  std::vector<detail::ScanRecord> scans_;         // one per recorded scan, for memory_report()
+  std::vector<detail::RegionRecord> regions_;     // one per closed region, for memory_report()
   std::vector<RecordingScope*> scopes_;           // innermost last
   int checking_scopes_ = 0;
   std::uint32_t lowest_consumed_ = UINT32_MAX;  // no node at or below an output consumed: no check

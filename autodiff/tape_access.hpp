@@ -1,7 +1,8 @@
 #pragma once
 // TapeAccess: the tape's plumbing, for the code that records on it: record() (autodiff/
 // record.hpp), ops that record nodes themselves (random draws), and constructs built on the
-// tape (scan: scopes, released ranges, cut gradients). Users call Tape's public members.
+// tape (loops over steps: scopes, released ranges, cut gradients). Users call Tape's public
+// members.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -56,15 +57,15 @@ class TapeAccess {
   // needs them recomputes the range from its inputs (replay), then releases it again.
   static void release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
   // A chain of steps from node `begin` on, reversed by revolve with few snapshots
-  // (autodiff/revolve_chain_detail.hpp): the scan tells it each step's end and its results.
+  // (autodiff/revolve_chain_detail.hpp): the loop tells it each step's end and its results.
   static detail::Chain& begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy);
-  static void drop_chain(Tape& tape, const detail::Chain* chain);  // a scan that failed
+  static void drop_chain(Tape& tape, const detail::Chain* chain);  // a loop that failed
   static std::vector<detail::ChainStats> chain_stats(const Tape& tape);
   // Makes node `id` hold `view`, a tensor equal to its value that shares another buffer
-  // (scan points each step's output into the stacked result instead of keeping a copy).
+  // (a loop points each step's output into the stacked result instead of keeping a copy).
   static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);
-  // A scan's loop ended, its nodes recorded: noted for Tape::memory_report() (memory_report.cpp).
-  static void note_scan(Tape& tape, detail::ScanRecord record);
+  // A construct's region of nodes closed: noted for Tape::memory_report() (memory_report.cpp).
+  static void note_region(Tape& tape, detail::RegionRecord record);
 
   // ---- scopes (autodiff/recording_scope.hpp) -----------------------------------------------
   static void push_scope(Tape& tape, RecordingScope* scope);

@@ -17,8 +17,8 @@ Tape& Var::tape() const {
 const Tensor& Var::value() const {
   const Tensor& v = TapeAccess::node_value(tape(), id_);
   if (!v.defined())
-    fail<TapeError>("Var::value", "node ", id_, " is inside a checkpointed scan segment whose values were released; "
-                    "read the scan's outputs instead (backward recomputes the segment when it needs it)");
+    fail<TapeError>("Var::value", "node ", id_, " is inside a checkpointed segment whose values were released; "
+                    "read the loop's outputs instead (backward recomputes the segment when it needs it)");
   return v;
 }
 bool Var::requires_grad() const { return TapeAccess::requires_grad(tape(), id_); }

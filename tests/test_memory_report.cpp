@@ -62,7 +62,7 @@ TEST(MemoryReport, EmptyTapeReportsZero) {
   EXPECT_EQ(r.gradient_bytes, 0u);
   EXPECT_EQ(r.consumed_nodes, 0u);
   EXPECT_TRUE(r.ops.empty());
-  EXPECT_TRUE(r.scans.empty());
+  EXPECT_TRUE(r.regions.empty());
   EXPECT_NE(r.to_string().find("0 nodes hold 0 B"), std::string::npos) << r;
 }
 
@@ -165,21 +165,19 @@ struct TanhScan {
 };
 
 // The report lists one scan with these steps and policy, and its total is bytes_held().
-void expect_one_scan(const TanhScan& run, const MemoryReport& r, std::int64_t steps, ScanPolicy policy,
-                     std::string_view text) {
+void expect_one_scan(const TanhScan& run, const MemoryReport& r, std::int64_t steps, std::string_view policy) {
   EXPECT_EQ(r.held_bytes, run.tape.bytes_held());
-  ASSERT_EQ(r.scans.size(), 1u);
-  EXPECT_EQ(r.scans[0].steps, steps);
-  EXPECT_EQ(r.scans[0].policy, policy);
-  EXPECT_EQ(r.scans[0].policy_text(), text);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].steps, steps);
+  EXPECT_EQ(r.regions[0].policy, policy);
 }
 
 TEST(MemoryReport, FullTapeScanKeepsEveryStep) {
   TanhScan run(12, Checkpoint::none());
   const MemoryReport r = run.tape.memory_report();
   EXPECT_EQ(r.held_bytes, 13 * kBytes34);  // h0 and 12 steps
-  expect_one_scan(run, r, 12, ScanPolicy::full_tape, "full tape");
-  const ScanMemory& s = r.scans.at(0);
+  expect_one_scan(run, r, 12, "full tape");
+  const RegionMemory& s = r.regions.at(0);
   EXPECT_EQ(s.name, "scan #0");
   EXPECT_EQ(s.nodes, 12u);  // one tanh per step
   EXPECT_EQ(s.bytes, 12 * kBytes34);
@@ -194,9 +192,8 @@ TEST(MemoryReport, EveryKKeepsOneCarryPerSegment) {
   TanhScan run(12, Checkpoint::every_k(4));
   const MemoryReport r = run.tape.memory_report();
   EXPECT_EQ(r.held_bytes, (1 + 3) * kBytes34);
-  expect_one_scan(run, r, 12, ScanPolicy::every_k, "every_k(4)");
-  const ScanMemory& s = r.scans.at(0);
-  EXPECT_EQ(s.interval, 4);
+  expect_one_scan(run, r, 12, "every_k(4)");
+  const RegionMemory& s = r.regions.at(0);
   EXPECT_EQ(s.nodes, 12u);
   EXPECT_EQ(s.bytes, 3 * kBytes34);
   EXPECT_EQ(s.replay_bytes, 3 * kBytes34);
@@ -206,11 +203,9 @@ TEST(MemoryReport, EveryKKeepsOneCarryPerSegment) {
   // auto_sqrt: k = round(sqrt(12)) = 3, four segments of 3: 4 carries kept, 2 recomputed.
   TanhScan sqrt_run(12, Checkpoint::auto_sqrt());
   const MemoryReport q = sqrt_run.tape.memory_report();
-  EXPECT_EQ(q.scans.at(0).policy, ScanPolicy::auto_sqrt);
-  EXPECT_EQ(q.scans[0].interval, 3);
-  EXPECT_EQ(q.scans[0].policy_text(), "auto_sqrt (k = 3)");
+  EXPECT_EQ(q.regions[0].policy, "auto_sqrt (k = 3)");
   EXPECT_EQ(q.held_bytes, (1 + 4) * kBytes34);
-  EXPECT_EQ(q.scans[0].replay_bytes, 2 * kBytes34);
+  EXPECT_EQ(q.regions[0].replay_bytes, 2 * kBytes34);
   EXPECT_EQ(q.peak_bytes, (1 + 4 + 2) * kBytes34);
 }
 
@@ -245,7 +240,7 @@ TEST(MemoryReport, PeakOfACheckpointedScanIsWhatBackwardHolds) {
   run.add_loss();
   const MemoryReport before = run.tape.memory_report();
   EXPECT_EQ(before.held_bytes, 4 * kBytes34 + 8);
-  EXPECT_EQ(before.scans.at(0).replay_bytes, 4 * kBytes34);
+  EXPECT_EQ(before.regions.at(0).replay_bytes, 4 * kBytes34);
   EXPECT_EQ(before.peak_bytes, 8 * kBytes34 + 8);
   // The kept carries are the probes' views of tanh outputs whose own nodes were released:
   // the probe nodes alone hold those 3 buffers, whole, so they are charged with them.
@@ -258,7 +253,7 @@ TEST(MemoryReport, PeakOfACheckpointedScanIsWhatBackwardHolds) {
   // bytes held, none that a backward could still use or recompute.
   const MemoryReport after = run.tape.memory_report();
   EXPECT_EQ(after.held_bytes, before.held_bytes);
-  EXPECT_EQ(after.scans.at(0).replay_bytes, 0u);
+  EXPECT_EQ(after.regions.at(0).replay_bytes, 0u);
   EXPECT_EQ(after.peak_bytes, after.held_bytes);
   EXPECT_EQ(after.consumed_nodes, 12u + 12u + 1u);  // tanh, probe, sum
   // Only consumed nodes hold the 3 carries and the loss; h0 is a leaf.
@@ -274,7 +269,7 @@ TEST(MemoryReport, RetainedGraphKeepsItsPeak) {
   EXPECT_EQ(after.consumed_nodes, 0u);
   EXPECT_EQ(after.held_bytes, before.held_bytes);
   EXPECT_EQ(after.peak_bytes, before.peak_bytes);
-  EXPECT_EQ(after.scans.at(0).replay_bytes, before.scans[0].replay_bytes);
+  EXPECT_EQ(after.regions.at(0).replay_bytes, before.regions[0].replay_bytes);
 }
 
 TEST(MemoryReport, SnapshotsHoldFewerCarriesAndBoundThePeak) {
@@ -282,9 +277,8 @@ TEST(MemoryReport, SnapshotsHoldFewerCarriesAndBoundThePeak) {
   TanhScan run(12, Checkpoint::snapshots(3), /*with_probe=*/true);
   run.add_loss();
   const MemoryReport r = run.tape.memory_report();
-  expect_one_scan(run, r, 12, ScanPolicy::snapshots, "snapshots(3)");
-  const ScanMemory& s = r.scans.at(0);
-  EXPECT_EQ(s.snapshots, 3);
+  expect_one_scan(run, r, 12, "snapshots(3)");
+  const RegionMemory& s = r.regions.at(0);
   EXPECT_LT(r.held_bytes, full / 2);
   // At most s = 3 carries (h0 included) and one step (a tanh and its probe view): replay
   // adds at most one step and 3 carries to what is held.
@@ -300,11 +294,8 @@ TEST(MemoryReport, SnapshotsHoldFewerCarriesAndBoundThePeak) {
 TEST(MemoryReport, BudgetReportsTheSnapshotsItChose) {
   // One step's values (a tanh, 96 B) plus s - 1 carries of 96 B in 96 * 4 bytes: s = 4.
   TanhScan run(12, Checkpoint::budget(4 * kBytes34));
-  const ScanMemory s = run.tape.memory_report().scans.at(0);
-  EXPECT_EQ(s.policy, ScanPolicy::budget);
-  EXPECT_EQ(s.snapshots, 4);
-  EXPECT_EQ(s.budget_bytes, 4 * kBytes34);
-  EXPECT_EQ(s.policy_text(), "budget(384 B) -> snapshots(4)");
+  const RegionMemory s = run.tape.memory_report().regions.at(0);
+  EXPECT_EQ(s.policy, "budget(384 B) -> snapshots(4)");
 }
 
 TEST(MemoryReport, NestedScansAreReportedInside) {
@@ -318,15 +309,15 @@ TEST(MemoryReport, NestedScansAreReportedInside) {
       },
       {.outputs_info = {h0}, .n_steps = 3, .keep = Keep::last});
   const MemoryReport rep = tape.memory_report();
-  ASSERT_EQ(rep.scans.size(), 4u);  // the outer one, then its 3 steps' inner scans
-  EXPECT_EQ(rep.scans[0].depth, 0);
-  EXPECT_EQ(rep.scans[0].steps, 3);
-  EXPECT_EQ(rep.scans[0].bytes, 6 * kBytes34);  // 3 steps of 2 tanh
+  ASSERT_EQ(rep.regions.size(), 4u);  // the outer one, then its 3 steps' inner scans
+  EXPECT_EQ(rep.regions[0].depth, 0);
+  EXPECT_EQ(rep.regions[0].steps, 3);
+  EXPECT_EQ(rep.regions[0].bytes, 6 * kBytes34);  // 3 steps of 2 tanh
   for (std::size_t k = 1; k < 4; ++k) {
-    EXPECT_EQ(rep.scans[k].name, "scan #" + std::to_string(k));
-    EXPECT_EQ(rep.scans[k].depth, 1);
-    EXPECT_EQ(rep.scans[k].steps, 2);
-    EXPECT_EQ(rep.scans[k].bytes, 2 * kBytes34);
+    EXPECT_EQ(rep.regions[k].name, "scan #" + std::to_string(k));
+    EXPECT_EQ(rep.regions[k].depth, 1);
+    EXPECT_EQ(rep.regions[k].steps, 2);
+    EXPECT_EQ(rep.regions[k].bytes, 2 * kBytes34);
   }
 }
 
@@ -348,11 +339,11 @@ TEST(MemoryReport, ACheckpointedScanInsideAnotherIsReplayedWithIt) {
   Var loss = sum(r[0]);
   const MemoryReport rep = tape.memory_report();
   EXPECT_EQ(rep.held_bytes, (1 + 3) * kBytes34 + 8);  // h0, 3 outer carries, the loss
-  ASSERT_EQ(rep.scans.size(), 4u);
-  EXPECT_EQ(rep.scans[0].replay_bytes, 4 * kBytes34);
+  ASSERT_EQ(rep.regions.size(), 4u);
+  EXPECT_EQ(rep.regions[0].replay_bytes, 4 * kBytes34);
   // The inner scans' own ranges were replaced by the outer segments, which here are exactly
   // their nodes (the outer step is nothing but the inner scan): the same replay.
-  for (std::size_t k = 1; k < 4; ++k) EXPECT_EQ(rep.scans[k].replay_bytes, 4 * kBytes34);
+  for (std::size_t k = 1; k < 4; ++k) EXPECT_EQ(rep.regions[k].replay_bytes, 4 * kBytes34);
   EXPECT_EQ(rep.peak_bytes, rep.held_bytes + 4 * kBytes34);
   g_probe_tape = &tape;
   g_probe_peak = 0;
@@ -366,9 +357,9 @@ TEST(MemoryReport, ScansAreNamedByTheirFace) {
   auto [carry, ys] = jax::scan([](const Var& h) { return std::pair{tanh(h), h}; }, h0, jax::no_xs, {.length = 3});
   (void)carry, (void)ys;
   const MemoryReport r = tape.memory_report();
-  ASSERT_EQ(r.scans.size(), 1u);
-  EXPECT_EQ(r.scans[0].name, "jax::scan #0");
-  EXPECT_EQ(r.scans[0].steps, 3);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].name, "jax::scan #0");
+  EXPECT_EQ(r.regions[0].steps, 3);
 }
 
 // ---- printing -------------------------------------------------------------------------------
@@ -416,11 +407,11 @@ TEST(MemoryReport, PrintsTheFirstTwentyScans) {
       },
       {.outputs_info = {h0}, .n_steps = 25, .keep = Keep::last});
   const MemoryReport rep = tape.memory_report();
-  ASSERT_EQ(rep.scans.size(), 26u);
+  ASSERT_EQ(rep.regions.size(), 26u);
   const std::string text = rep.to_string();
   EXPECT_NE(text.find("scan #19"), std::string::npos) << text;
   EXPECT_EQ(text.find("scan #20"), std::string::npos) << text;
-  EXPECT_NE(text.find("... and 6 more scans"), std::string::npos) << text;
+  EXPECT_NE(text.find("... and 6 more regions"), std::string::npos) << text;
 }
 
 }  // namespace

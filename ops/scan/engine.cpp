@@ -283,24 +283,25 @@ class Run {
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
     ScanRun run = finish(t, every > 0 || revolve);
-    if (recording) note_scan(t, every, chain ? (**chain).stats().snapshots : 0);
+    if (recording) note_region(t, every, chain ? (**chain).stats().snapshots : 0);
     return run;
   }
 
-  // What Tape::memory_report() says about this run: its nodes, steps and policy.
-  void note_scan(std::int64_t steps, std::int64_t every, std::int64_t snapshots) const {
+  // What Tape::memory_report() says about this run: its nodes, steps and policy (with the
+  // segment length `every` and the snapshots a revolve schedule chose).
+  void note_region(std::int64_t steps, std::int64_t every, std::int64_t snapshots) const {
     const Checkpoint& c = p_.checkpoint;
-    detail::ScanRecord r{.info = {.name = std::string(p_.face), .steps = steps}, .begin = scope_.begin,
-                         .end = tape_.size()};
-    if (c.revolve) {
-      r.info.policy = c.snapshot_count > 0 ? ScanPolicy::snapshots : ScanPolicy::budget;
-      r.info.snapshots = snapshots;
-      r.info.budget_bytes = c.budget_bytes;
-    } else if (every > 0) {
-      r.info.policy = c.automatic ? ScanPolicy::auto_sqrt : ScanPolicy::every_k;
-      r.info.interval = every;
-    }
-    TapeAccess::note_scan(tape_, std::move(r));
+    std::string policy = "full tape";
+    if (c.revolve && c.snapshot_count > 0)
+      policy = "snapshots(" + std::to_string(snapshots) + ")";
+    else if (c.revolve)
+      policy = "budget(" + format_bytes(c.budget_bytes) + ") -> snapshots(" + std::to_string(snapshots) + ")";
+    else if (every > 0 && c.automatic)
+      policy = "auto_sqrt (k = " + std::to_string(every) + ")";
+    else if (every > 0)
+      policy = "every_k(" + std::to_string(every) + ")";
+    TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face), .steps = steps, .policy = policy},
+                                    .begin = scope_.begin, .end = tape_.size()});
   }
 
   // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream

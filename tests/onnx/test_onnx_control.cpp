@@ -171,9 +171,9 @@ TEST(OnnxLoop, CheckpointingGivesTheFullGradients) {
   model.run({{"M", int64_scalar(6)}, {"h0", tape.variable(h0)}, {"W", W}, {"x", x}},
             {.checkpoint = Checkpoint::every_k(2)});
   const auto report = tape.memory_report();
-  ASSERT_EQ(report.scans.size(), 1u);
-  EXPECT_EQ(report.scans[0].policy, ScanPolicy::every_k);
-  EXPECT_EQ(report.scans[0].steps, 6);
+  ASSERT_EQ(report.regions.size(), 1u);
+  EXPECT_EQ(report.regions[0].policy, "every_k(2)");
+  EXPECT_EQ(report.regions[0].steps, 6);
 }
 
 // ys read only at [-1]: the loop keeps its last value (Keep::last), nothing stacked; the
@@ -280,7 +280,7 @@ TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
   // The engine's attempt (two iterations, then a shape change) left nothing on the tape:
   // one slice per unrolled iteration, and no scan.
   const auto report = tape.memory_report();
-  EXPECT_TRUE(report.scans.empty());
+  EXPECT_TRUE(report.regions.empty());
   std::size_t slices = 0;
   for (const auto& op : report.ops)
     if (op.name == "slice") slices = op.nodes;

@@ -100,7 +100,7 @@ TEST(OnnxRecurrentAttributes, FusedPathForTheDefaultsScanForTheRest) {
       feed.emplace(c.model.input_names()[k], c.inputs[k].dtype() == DType::float64 ? tape.variable(c.inputs[k])
                                                                                        : Var(c.inputs[k]));
     c.model.run(feed);
-    EXPECT_EQ(tape.memory_report().scans.size(), scans) << name;
+    EXPECT_EQ(tape.memory_report().regions.size(), scans) << name;
   }
 }
 

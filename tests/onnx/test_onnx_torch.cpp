@@ -80,8 +80,8 @@ ScriptedLoopRun run_scripted_loop(const onnx::RunOptions& options) {
   const auto out = model.run(feed, options);
   ScriptedLoopRun r;
   const auto report = tape.memory_report();
-  r.scans = report.scans.size();
-  if (r.scans) r.steps = report.scans[0].steps;
+  r.scans = report.regions.size();
+  if (r.scans) r.steps = report.regions[0].steps;
   tape.backward(sum(out.at("hs") * tape.constant(load_npy(dir / "R_hs.npy"))) +
                 sum(out.at("h") * tape.constant(load_npy(dir / "R_h.npy"))));
   for (const auto& [name, v] : feed) r.grads[name] = v.grad();
