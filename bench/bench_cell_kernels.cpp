@@ -6,7 +6,7 @@
 // Without an AVX2 table on this build or CPU the AVX2 benchmarks report an error.
 #include <vector>
 
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 
 #include "rnn_recur.hpp"
 

@@ -46,12 +46,12 @@ void drop_grads(std::vector<Shared> weights) {
 // An imported model of bench/data and the suite's M inputs and target (as RecurRnnStep's).
 struct ImportedModel {
   explicit ImportedModel(const char* file)
-      : model(recur::onnx::load(std::string(RECUR_BENCH_DATA) + "/" + file)),
+      : model(recur::onnx_io::load(std::string(RECUR_BENCH_DATA) + "/" + file)),
         xs(bench::uniform_tensor({config.steps, config.batch, config.input}, -1.f, 1.f, bench::rnn::kSeed)),
         target(bench::uniform_tensor({config.steps, config.batch, config.hidden}, -1.f, 1.f, bench::rnn::kSeed + 1)) {}
 
   bench::rnn::Config config = m_config();
-  recur::onnx::Model model;
+  recur::onnx_io::Model model;
   Tensor xs, target;
 };
 

@@ -7,7 +7,7 @@ foreach(layer core autodiff ops)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/${layer}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)
 endforeach()
-install(FILES ${RECUR_BUILD_INCLUDE}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
+install(FILES ${RECUR_INCLUDE_DIR}/recur/recur.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur)
 if(RECUR_WITH_DISTRIBUTED)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/distributed/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/recur/distributed
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*_detail.hpp" EXCLUDE)

@@ -5,7 +5,7 @@
 // tape, the initializers trainable parameters), fine-tunes it with Adam and truncated BPTT
 // (nn::TruncatedBptt) on text that needs no download (the licence texts of
 // /usr/share/common-licenses), prints progress, writes the trained model as ONNX
-// (recur::onnx::save), loads that file again and checks that it gives the trained outputs.
+// (recur::onnx_io::save), loads that file again and checks that it gives the trained outputs.
 #include <onnx/onnx_pb.h>
 
 #include <recur/ops/onnx/model.hpp>
@@ -52,7 +52,7 @@ Tensor streams(const std::string& text, std::int64_t batch) {
 }
 
 // The model's LSTM state size H, from the LSTM's recurrent weights R [1, 4H, H].
-std::int64_t hidden_size(const recur::onnx::Model& model) {
+std::int64_t hidden_size(const recur::onnx_io::Model& model) {
   for (const auto& p : model.parameters())
     if (p.shape().size() == 3 && p.shape()[1] == 4 * p.shape()[2]) return p.shape()[2];
   throw std::runtime_error("the model has no LSTM weights R [1, 4H, H]");
@@ -60,7 +60,7 @@ std::int64_t hidden_size(const recur::onnx::Model& model) {
 
 // The chunk model of TruncatedBptt: the sum over counted steps of the batch-mean
 // cross-entropy of the next character, from the carried state {h, c}.
-nn::ChunkModel language_model_loss(const recur::onnx::Model& model) {
+nn::ChunkModel language_model_loss(const recur::onnx_io::Model& model) {
   return [&model](std::span<const Var> state, const Tensor& inputs, const Tensor& targets, std::int64_t from) {
     auto out = model.run({{"codes", Var(inputs)}, {"h0", state[0]}, {"c0", state[1]}});
     const Var& logits = out.at("logits");
@@ -76,7 +76,7 @@ nn::ChunkModel language_model_loss(const recur::onnx::Model& model) {
 }
 
 // Logits of `model` over `codes` from zero state, without recording a gradient.
-Tensor logits_of(const recur::onnx::Model& model, const Tensor& codes, std::int64_t hidden) {
+Tensor logits_of(const recur::onnx_io::Model& model, const Tensor& codes, std::int64_t hidden) {
   NoGrad no_grad;
   Tape tape;
   const Tensor zero = zeros({1, codes.shape()[1], hidden});
@@ -84,7 +84,7 @@ Tensor logits_of(const recur::onnx::Model& model, const Tensor& codes, std::int6
 }
 
 // Mean cross-entropy of predicting each next character of `codes` [T, B].
-double loss_on(const recur::onnx::Model& model, const Tensor& codes, std::int64_t hidden) {
+double loss_on(const recur::onnx_io::Model& model, const Tensor& codes, std::int64_t hidden) {
   const std::int64_t n = codes.shape()[0] - 1, batch = codes.shape()[1];
   const Tensor logits = logits_of(model, slice(codes, 0, 0, n), hidden);
   return cross_entropy(reshape(logits, {n * batch, kVocabulary}), reshape(slice(codes, 0, 1, n + 1), {n * batch})).item();
@@ -103,7 +103,7 @@ void declare_options(CLI::App& app, Options& o) {
 }
 
 int run(const Options& o) {
-  const recur::onnx::Model model = recur::onnx::load(o.model);
+  const recur::onnx_io::Model model = recur::onnx_io::load(o.model);
   const std::int64_t hidden = hidden_size(model);
   // The floating-point initializers train; the integer ones (shapes, axes) stay.
   NamedShared trained;
@@ -152,8 +152,8 @@ int run(const Options& o) {
   std::printf("probe loss (nats/char): %.4f before, %.4f after fine-tuning\n", probe_before, probe_after);
 
   // Written back as ONNX with the trained weights, and read again.
-  recur::onnx::save(o.out, model);
-  const recur::onnx::Model reloaded = recur::onnx::load(o.out);
+  recur::onnx_io::save(o.out, model);
+  const recur::onnx_io::Model reloaded = recur::onnx_io::load(o.out);
   const Tensor trained_logits = logits_of(model, probe, hidden), reloaded_logits = logits_of(reloaded, probe, hidden);
   const double difference = max(abs(trained_logits - reloaded_logits)).item();
   std::printf("wrote %s; loaded again, its logits on the probe differ from the trained model's by %g (loss %.4f)\n",

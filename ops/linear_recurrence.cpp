@@ -8,7 +8,7 @@
 #include <recur/ops/define.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
-#include <recur/ops/linear_recurrence_kernel_detail.hpp>
+#include <recur/ops/kernels/linear_recurrence_kernel_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur {

@@ -5,8 +5,8 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/compare.hpp>
 #include <recur/ops/define.hpp>
-#include <recur/ops/fast_math_detail.hpp>
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/fast_math_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 
 namespace recur {
 namespace {

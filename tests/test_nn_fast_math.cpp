@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include <recur/ops/fast_math_detail.hpp>
+#include <recur/ops/kernels/fast_math_detail.hpp>
 
 namespace recur::detail {
 namespace {

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/recur.hpp>
 
 namespace recur::nn::detail {

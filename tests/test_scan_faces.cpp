@@ -1,5 +1,5 @@
 // The faces of scan by their namespaced names (theano::scan, map, reduce, foldl, foldr;
-// jax::scan; onnx::scan): the same results as the short forms (recur::scan, map, ...,
+// jax::scan; onnx_scan): the same results as the short forms (recur::scan, map, ...,
 // onnx_scan), error messages that name the entry point called, and the options every face
 // shares, checked in the engine (truncate_gradient).
 #include <gtest/gtest.h>
@@ -63,7 +63,7 @@ TEST(ScanFaces, OnnxByEitherName) {
   Tape tape;
   Var h = tape.constant(zeros({2}, f64));
   Var x = tape.constant(tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}, f64));
-  const onnx::ScanResult a = onnx::scan(onnx_running_sum, {h}, {x}, onnx::ScanOptions{.scan_output_directions = {1}});
+  const OnnxScanResult a = onnx_scan(onnx_running_sum, {h}, {x}, OnnxScanOptions{.scan_output_directions = {1}});
   const OnnxScanResult b = onnx_scan(onnx_running_sum, {h}, {x}, OnnxScanOptions{.scan_output_directions = {1}});
   EXPECT_EQ(values(a.final_states[0]), (std::vector<double>{9, 12}));
   EXPECT_EQ(values(b.final_states[0]), (std::vector<double>{9, 12}));
@@ -108,8 +108,8 @@ TEST(ScanFaces, JaxAndOnnxMessagesNameTheEntryPointCalled) {
   Var x2 = tape.constant(ones({4}, f64));
   auto body = [](S a) { return std::vector<Var>{a[0] + a[1] + a[2]}; };
   expect_clean_failure<ValueError>(
-      tape, [&] { onnx::scan(body, {h2}, {x1, x2}); },
-      {"recur::onnx::scan: ", "scan inputs differ in length", "scan_inputs[0] of shape [3, 2] has 3 along axis 0",
+      tape, [&] { onnx_scan(body, {h2}, {x1, x2}); },
+      {"onnx_scan: ", "scan inputs differ in length", "scan_inputs[0] of shape [3, 2] has 3 along axis 0",
        "scan_inputs[1] of shape [4] has 4"});
   expect_clean_failure<ValueError>(tape, [&] { onnx_scan(body, {h2}, {x1, x2}); },
                                    {"recur::onnx_scan: ", "differ in length"});
@@ -135,8 +135,8 @@ TEST(ScanFaces, TruncateGradientBelowMinusOneIsRejectedByEveryFace) {
                                    {"recur::scan (jax): ", what});
   Var h2 = tape.constant(zeros({1}, f64));
   Var x2 = tape.constant(ones({3, 1}, f64));
-  expect_clean_failure<ValueError>(tape, [&] { onnx::scan(onnx_running_sum, {h2}, {x2}, {.truncate_gradient = -2}); },
-                                   {"recur::onnx::scan: ", what});
+  expect_clean_failure<ValueError>(tape, [&] { onnx_scan(onnx_running_sum, {h2}, {x2}, {.truncate_gradient = -2}); },
+                                   {"onnx_scan: ", what});
   expect_clean_failure<ValueError>(tape, [&] { onnx_scan(onnx_running_sum, {h2}, {x2}, {.truncate_gradient = -2}); },
                                    {"recur::onnx_scan: ", what});
 }

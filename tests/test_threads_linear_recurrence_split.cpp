@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <recur/ops/linear_recurrence_kernel_detail.hpp>
+#include <recur/ops/kernels/linear_recurrence_kernel_detail.hpp>
 #include <recur/recur.hpp>
 
 namespace recur {

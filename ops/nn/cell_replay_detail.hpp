@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <recur/core/tensor.hpp>
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 
 namespace recur::nn::detail {
 

@@ -19,7 +19,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/nn/cell_replay_detail.hpp>
 #include <recur/ops/nn/fused_recurrence_detail.hpp>
 #include <recur/ops/nn/scan_recurrence.hpp>

@@ -6,7 +6,7 @@
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
 #include <recur/ops/join.hpp>
-#include <recur/ops/nn/cell_kernel_choice_detail.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/nn/pointwise.hpp>
 #include <recur/ops/nn/pointwise_detail.hpp>
 #include <recur/ops/unary.hpp>

@@ -5,7 +5,7 @@
 // recur's ops, so gradients of gradients work. Gate order is PyTorch's.
 #include <recur/autodiff/var.hpp>
 #include <recur/core/tensor.hpp>
-#include <recur/ops/nn/nonlinearity.hpp>
+#include <recur/ops/kernels/nonlinearity.hpp>
 
 namespace recur::nn {
 

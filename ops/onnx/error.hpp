@@ -4,10 +4,10 @@
 // one of recur's usual errors (IOError for files, ValueError for bad graphs, ...).
 #include <recur/core/error.hpp>
 
-namespace recur::onnx {
+namespace recur::onnx_io {
 
 struct UnsupportedError : ValueError {
   using ValueError::ValueError;
 };
 
-}  // namespace recur::onnx
+}  // namespace recur::onnx_io

@@ -8,7 +8,7 @@
 // RNN's activation Tanh or Relu. Between layers, Transpose and Reshape turn a node's Y
 // [T, D, B, H] into the next one's X [T, B, D*H].
 //
-//   recur::onnx::save("lstm.onnx", lstm, {.initial_state = true, .sequence_lens = true});
+//   recur::onnx_io::save("lstm.onnx", lstm, {.initial_state = true, .sequence_lens = true});
 //
 // The model's inputs and outputs have recur's shapes and names (T and B symbolic):
 //   input          [T, B, I] ([B, T, I] when batch_first), the layer's dtype
@@ -24,7 +24,7 @@
 
 #include <recur/ops/nn/recurrent.hpp>
 
-namespace recur::onnx {
+namespace recur::onnx_io {
 
 // Every member has a default: designated initializers may leave any out.
 struct LayerExportOptions {
@@ -39,4 +39,4 @@ struct LayerExportOptions {
 // layer_model(layer, options) written to `path`, atomically (IOError naming the path).
 void save(const std::filesystem::path& path, const nn::RecurrentLayer& layer, const LayerExportOptions& options = {});
 
-}  // namespace recur::onnx
+}  // namespace recur::onnx_io

@@ -1,14 +1,14 @@
 #pragma once
-// ONNX export of a scan: the step function of recur::onnx::scan (ONNX's face of scan,
+// ONNX export of a scan: the step function of onnx_scan (ONNX's face of scan,
 // ops/scan/onnx.hpp) written as an ONNX model of opset 16 with one Scan node, whose body
 // graph is the ops the step records (a cell's fused op, nn::LSTMCell's, as the ops of its
 // equations).
 //
-//   recur::onnx::Body step = [&](std::span<const Var> s) -> std::vector<Var> {
+//   OnnxBody step = [&](std::span<const Var> s) -> std::vector<Var> {
 //     Var h = tanh(matmul(s[1], W) + matmul(s[0], U) + b);   // s[0] the state, s[1] x_t
 //     return {h, h};                                          // new state, scan output
 //   };
-//   recur::onnx::save("elman.onnx", step, {h0}, {xs});
+//   recur::onnx_io::save("elman.onnx", step, {h0}, {xs});
 //
 // The step is run once (twice: see below) on stand-ins of the examples' shapes and dtypes
 // (random values; integer states and scan inputs, token ids, keep the examples' values),
@@ -24,7 +24,7 @@
 //   outputs  the final states, then the scan outputs stacked along their axis ("T")
 //
 // What cannot be one ONNX body is an error naming the op, and nothing is written: an op
-// with no ONNX form here (onnx::UnsupportedError, e.g. a fused cell op; write the step
+// with no ONNX form here (onnx_io::UnsupportedError, e.g. a fused cell op; write the step
 // with plain ops), an op recorded out of sight (a strict scan inside the step; one that is
 // not strict is unrolled into the body), a random draw, control flow on values or a value
 // computed without gradient (a comparison mask): the step is traced twice on different
@@ -41,11 +41,11 @@
 
 #include <recur/ops/scan/onnx.hpp>
 
-namespace recur::onnx {
+namespace recur::onnx_io {
 
 // Every member has a default: designated initializers may leave any out.
 struct ScanExportOptions {
-  OnnxScanOptions scan{};  // the axes and directions, as given to recur::onnx::scan
+  OnnxScanOptions scan{};  // the axes and directions, as given to onnx_scan
   // Names of the graph's inputs and outputs; empty: initial_state_i, scan_input_j,
   // final_state_i, scan_output_k.
   std::vector<std::string> state_names{};
@@ -66,11 +66,11 @@ struct ScanExportOptions {
 
 // The checked model of a scan of `body` over states like `initial_states` and scan inputs
 // like `scan_inputs` (only their shapes and dtypes are used).
-::onnx::ModelProto scan_model(const Body& body, const std::vector<Tensor>& initial_states,
+::onnx::ModelProto scan_model(const OnnxBody& body, const std::vector<Tensor>& initial_states,
                               const std::vector<Tensor>& scan_inputs, const ScanExportOptions& options = {});
 
 // scan_model(...) written to `path`, atomically (IOError naming the path).
-void save(const std::filesystem::path& path, const Body& body, const std::vector<Tensor>& initial_states,
+void save(const std::filesystem::path& path, const OnnxBody& body, const std::vector<Tensor>& initial_states,
           const std::vector<Tensor>& scan_inputs, const ScanExportOptions& options = {});
 
-}  // namespace recur::onnx
+}  // namespace recur::onnx_io

@@ -1,7 +1,7 @@
 #pragma once
 // Importing ONNX models onto the tape.
 //
-//   recur::onnx::Model m = recur::onnx::load("model.onnx");
+//   recur::onnx_io::Model m = recur::onnx_io::load("model.onnx");
 //   Tape tape;
 //   auto out = m.run({{"x", x}});         // every node recorded as recur ops
 //   tape.backward(sum(out.at("y")));       // gradients reach m.parameters()
@@ -35,7 +35,7 @@
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/scan/types.hpp>
 
-namespace recur::onnx {
+namespace recur::onnx_io {
 
 namespace detail {
 struct ModelState;
@@ -138,4 +138,4 @@ Tensor load_tensor(const std::string& path);
 // A serialized SequenceProto of tensors as its tensors.
 std::vector<Tensor> load_sequence(const std::string& path);
 
-}  // namespace recur::onnx
+}  // namespace recur::onnx_io

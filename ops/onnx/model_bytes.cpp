@@ -7,7 +7,7 @@
 #include <recur/core/file_io.hpp>
 #include <recur/ops/onnx/error.hpp>
 
-namespace recur::onnx::detail {
+namespace recur::onnx_io::detail {
 namespace {
 
 using google::protobuf::FieldDescriptor;
@@ -67,25 +67,25 @@ std::string read_proto_file(const std::string& path, std::string_view op) {
 }
 
 ::onnx::ModelProto parse_model(std::string_view bytes, std::string_view origin) {
-  if (bytes.empty()) fail<IOError>("onnx::load", origin, ": the model is empty (0 bytes)");
+  if (bytes.empty()) fail<IOError>("onnx_io::load", origin, ": the model is empty (0 bytes)");
   if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
-    fail<IOError>("onnx::load", origin, ": ", bytes.size(), " bytes is more than protobuf parses (2 GiB)");
+    fail<IOError>("onnx_io::load", origin, ": ", bytes.size(), " bytes is more than protobuf parses (2 GiB)");
   ::onnx::ModelProto proto;
   if (parses(bytes, kProtobufNesting, proto)) return proto;
   ::onnx::ModelProto deeper;
   if (parses(bytes, kDiagnosisNesting, deeper))
-    fail<IOError>("onnx::load", origin, ": the model nests messages deeper than protobuf's limit of ", kProtobufNesting,
+    fail<IOError>("onnx_io::load", origin, ": the model nests messages deeper than protobuf's limit of ", kProtobufNesting,
                   " levels (body graphs inside body graphs)");
-  fail<IOError>("onnx::load", origin, ": not a serialized ONNX ModelProto (truncated or corrupt)");
+  fail<IOError>("onnx_io::load", origin, ": not a serialized ONNX ModelProto (truncated or corrupt)");
 }
 
 void refuse_external_data(const ::onnx::ModelProto& proto, std::string_view origin) {
   for_each_tensor(proto, [&](const ::onnx::TensorProto& t) {
     if (stores_externally(t))
-      throw UnsupportedError(::recur::detail::concat("recur::onnx::load: ", origin, ": tensor '", t.name(),
+      throw UnsupportedError(::recur::detail::concat("recur::onnx_io::load: ", origin, ": tensor '", t.name(),
                                                      "' keeps its values in an external file; recur reads no "
                                                      "external data (save the model with its data inside)"));
   });
 }
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::onnx_io::detail

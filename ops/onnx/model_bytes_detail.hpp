@@ -7,7 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
-namespace recur::onnx::detail {
+namespace recur::onnx_io::detail {
 
 // The bytes of the regular file `path` (a serialized protobuf message); IOError naming `op`
 // and the path when it is missing, not a regular file (a directory), unreadable, empty or
@@ -23,4 +23,4 @@ std::string read_proto_file(const std::string& path, std::string_view op);
 // message is the same whatever path the model names, and no file is touched.
 void refuse_external_data(const ::onnx::ModelProto& proto, std::string_view origin);
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::onnx_io::detail

@@ -10,7 +10,7 @@
 #include <recur/ops/onnx/model_bytes_detail.hpp>
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
 
-namespace recur::onnx::detail {
+namespace recur::onnx_io::detail {
 namespace {
 
 using ::onnx::TensorProto;
@@ -133,25 +133,25 @@ Tensor tensor_from_proto(const TensorProto& proto, std::string_view where) {
   }
 }
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::onnx_io::detail
 
-namespace recur::onnx {
+namespace recur::onnx_io {
 
 Tensor load_tensor(const std::string& path) {
-  const std::string bytes = detail::read_proto_file(path, "onnx::load_tensor");
+  const std::string bytes = detail::read_proto_file(path, "onnx_io::load_tensor");
   ::onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes)) fail<IOError>("onnx::load_tensor", "'", path, "' is not a serialized TensorProto");
+  if (!proto.ParseFromString(bytes)) fail<IOError>("onnx_io::load_tensor", "'", path, "' is not a serialized TensorProto");
   return detail::tensor_from_proto(proto, "'" + path + "'");
 }
 
 std::vector<Tensor> load_sequence(const std::string& path) {
-  const std::string bytes = detail::read_proto_file(path, "onnx::load_sequence");
+  const std::string bytes = detail::read_proto_file(path, "onnx_io::load_sequence");
   ::onnx::SequenceProto proto;
   if (!proto.ParseFromString(bytes) || proto.elem_type() != ::onnx::SequenceProto::TENSOR)
-    fail<IOError>("onnx::load_sequence", "'", path, "' is not a serialized SequenceProto of tensors");
+    fail<IOError>("onnx_io::load_sequence", "'", path, "' is not a serialized SequenceProto of tensors");
   std::vector<Tensor> out;
   for (const auto& t : proto.tensor_values()) out.push_back(detail::tensor_from_proto(t, "'" + path + "'"));
   return out;
 }
 
-}  // namespace recur::onnx
+}  // namespace recur::onnx_io

@@ -7,7 +7,7 @@
 
 #include <recur/core/tensor.hpp>
 
-namespace recur::onnx::detail {
+namespace recur::onnx_io::detail {
 
 // The recur dtype holding an ONNX element type (see model.hpp); UnsupportedError naming
 // `where` for the types recur cannot hold.
@@ -19,4 +19,4 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view wher
 // it: another shape or dtype, or an integer beyond the element type's range.
 void assign_to_proto(::onnx::TensorProto& proto, const Tensor& t, std::string_view where);
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::onnx_io::detail

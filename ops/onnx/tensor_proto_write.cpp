@@ -8,7 +8,7 @@
 
 #include <recur/ops/onnx/tensor_proto_detail.hpp>
 
-namespace recur::onnx::detail {
+namespace recur::onnx_io::detail {
 namespace {
 
 using ::onnx::TensorProto;
@@ -31,7 +31,7 @@ std::string raw_bytes(const Tensor& t, std::string_view where) {
   for (std::int64_t i = 0; i < t.numel(); ++i) {
     const Source v = values[i];
     if (!fits<Stored>(v))
-      fail<ValueError>("onnx::save", where, ": the value ", v, " does not fit the initializer's element type");
+      fail<ValueError>("onnx_io::save", where, ": the value ", v, " does not fit the initializer's element type");
     const auto stored = static_cast<Stored>(v);
     std::memcpy(bytes.data() + static_cast<std::size_t>(i) * sizeof(Stored), &stored, sizeof(Stored));
   }
@@ -59,7 +59,7 @@ void assign_to_proto(TensorProto& proto, const Tensor& t, std::string_view where
   const DType dtype = dtype_of_element_type(proto.data_type(), where);
   const Shape shape(proto.dims().begin(), proto.dims().end());
   if (t.dtype() != dtype || t.shape() != shape)
-    fail<ValueError>("onnx::save", where, ": a ", t.dtype(), " value of shape ", to_string(t.shape()),
+    fail<ValueError>("onnx_io::save", where, ": a ", t.dtype(), " value of shape ", to_string(t.shape()),
                      " for an initializer of ", dtype, " and shape ", to_string(shape));
   std::string bytes = raw_bytes_of(proto.data_type(), t, where);
   // Only raw_data holds the values now: the typed fields would be read instead of it.
@@ -71,4 +71,4 @@ void assign_to_proto(TensorProto& proto, const Tensor& t, std::string_view where
   proto.set_raw_data(std::move(bytes));
 }
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::onnx_io::detail

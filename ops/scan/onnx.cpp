@@ -72,7 +72,7 @@ void check_states(std::string_view face, const std::vector<Var>& initial_states)
     if (!initial_states[i].defined()) fail<ValueError>(face, "initial_states[", i, "] is an undefined Var");
 }
 
-// onnx::scan as the entry point `face`; scan output k kept as keep[k] (past its end: all).
+// onnx_scan as the entry point `face`; scan output k kept as keep[k] (past its end: all).
 OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::vector<Var>& initial_states,
                         const std::vector<Var>& scan_inputs, const OnnxScanOptions& o, std::span<const Keep> keep = {}) {
   const std::size_t n = initial_states.size(), m = scan_inputs.size();
@@ -174,32 +174,26 @@ OnnxLoopResult run_loop(std::string_view face, const OnnxBody& body, const std::
 
 }  // namespace
 
-namespace onnx {
-LoopResult loop(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options) {
-  return run_loop("onnx::loop", body, initial_states, options);
+OnnxLoopResult onnx_loop(const OnnxBody& body, const std::vector<Var>& initial_states, const OnnxLoopOptions& options) {
+  return run_loop("onnx_loop", body, initial_states, options);
 }
-
-ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
-                const ScanOptions& options) {
-  return run_scan("onnx::scan", body, initial_states, scan_inputs, options);
-}
-}  // namespace onnx
-
-namespace onnx::detail {
-ScanResult scan_keeping(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
-                        const ScanOptions& options, std::span<const Keep> keep) {
-  return run_scan("onnx::scan", body, initial_states, scan_inputs, options, keep);
-}
-
-LoopResult loop_keeping(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options,
-                        std::span<const Keep> keep) {
-  return run_loop("onnx::loop", body, initial_states, options, keep);
-}
-}  // namespace onnx::detail
 
 OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
                          const std::vector<Var>& scan_inputs, const OnnxScanOptions& options) {
   return run_scan("onnx_scan", body, initial_states, scan_inputs, options);
 }
+
+namespace detail {
+OnnxScanResult onnx_scan_keeping(const OnnxBody& body, const std::vector<Var>& initial_states,
+                                 const std::vector<Var>& scan_inputs, const OnnxScanOptions& options,
+                                 std::span<const Keep> keep) {
+  return run_scan("onnx_scan", body, initial_states, scan_inputs, options, keep);
+}
+
+OnnxLoopResult onnx_loop_keeping(const OnnxBody& body, const std::vector<Var>& initial_states,
+                                 const OnnxLoopOptions& options, std::span<const Keep> keep) {
+  return run_loop("onnx_loop", body, initial_states, options, keep);
+}
+}  // namespace detail
 
 }  // namespace recur

@@ -1,16 +1,13 @@
 #pragma once
 // ONNX's face of scan: the Scan operator (opset 9 and later; version 8's batched form is the
-// same call with the time axis given as 1), and the Loop operator (onnx::loop, below).
+// same call with the time axis given as 1), and the Loop operator (onnx_loop, below).
 //
-//   auto [final_states, scan_outputs] = onnx::scan(body, initial_states, scan_inputs, {...});
+//   auto [final_states, scan_outputs] = onnx_scan(body, initial_states, scan_inputs, {...});
 //
-// recur::onnx_scan is the short form (messages then say "onnx_scan"). As with Theano's face
-// (theano.hpp), the argument types live in recur and are named in recur::onnx too
-// (onnx::ScanOptions is OnnxScanOptions, onnx::Body, onnx::ScanResult).
-//
-// Note: inside namespace recur, `onnx` is this namespace and hides the ONNX library's own
-// global namespace onnx (libonnx's protobuf types): code in recur that uses the library
-// names it with a leading `::`.
+// The face is two functions, onnx_scan and onnx_loop, not a namespace: a namespace
+// recur::onnx would collide with the ONNX library's own global namespace onnx under
+// `using namespace recur;`. Its argument types are OnnxScanOptions, OnnxBody and
+// OnnxScanResult (OnnxLoopOptions, OnnxLoopResult).
 //
 // body receives the N states followed by one element of each of the M scan inputs, and
 // returns the N new states followed by K scan output elements. Every scan input must have
@@ -53,7 +50,7 @@ struct OnnxScanResult {
 
 // ONNX's Loop operator on the same engine:
 //
-//   auto [final_states, scan_outputs, iterations] = onnx::loop(body, initial_states, {.max_trip_count = 10});
+//   auto [final_states, scan_outputs, iterations] = onnx_loop(body, initial_states, {.max_trip_count = 10});
 //
 // body receives the iteration number (an int64 0-d constant, from 0), the condition (int64
 // 1: the loop runs only while it holds) and the N states; it returns the new condition (one
@@ -78,18 +75,9 @@ struct OnnxLoopResult {
   std::int64_t iterations = 0;
 };
 
-namespace onnx {
-using ScanOptions = OnnxScanOptions;
-using Body = OnnxBody;
-using ScanResult = OnnxScanResult;
-using LoopOptions = OnnxLoopOptions;
-using LoopResult = OnnxLoopResult;
-ScanResult scan(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
-                const ScanOptions& options = {});
-LoopResult loop(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options = {});
-}  // namespace onnx
+OnnxLoopResult onnx_loop(const OnnxBody& body, const std::vector<Var>& initial_states,
+                         const OnnxLoopOptions& options = {});
 
-// The short form of onnx::scan.
 OnnxScanResult onnx_scan(const OnnxBody& body, const std::vector<Var>& initial_states,
                          const std::vector<Var>& scan_inputs, const OnnxScanOptions& options = {});
 

@@ -8,11 +8,12 @@
 
 #include <recur/ops/scan/onnx.hpp>
 
-namespace recur::onnx::detail {
+namespace recur::detail {
 
-ScanResult scan_keeping(const Body& body, const std::vector<Var>& initial_states, const std::vector<Var>& scan_inputs,
-                        const ScanOptions& options, std::span<const Keep> keep);
-LoopResult loop_keeping(const Body& body, const std::vector<Var>& initial_states, const LoopOptions& options,
-                        std::span<const Keep> keep);
+OnnxScanResult onnx_scan_keeping(const OnnxBody& body, const std::vector<Var>& initial_states,
+                                 const std::vector<Var>& scan_inputs, const OnnxScanOptions& options,
+                                 std::span<const Keep> keep);
+OnnxLoopResult onnx_loop_keeping(const OnnxBody& body, const std::vector<Var>& initial_states,
+                                 const OnnxLoopOptions& options, std::span<const Keep> keep);
 
-}  // namespace recur::onnx::detail
+}  // namespace recur::detail

@@ -4,8 +4,8 @@
 // theano::map, reduce, foldl, foldr. The seed's reference is the specification; the guide
 // is docs/scan.md.
 //
-// Every face lives in its own namespace with the same verb (theano::scan, jax::scan,
-// onnx::scan); recur::scan, map, reduce, foldl and foldr are the short forms, the same
+// The Theano and JAX faces live in namespaces with the same verb (theano::scan, jax::scan;
+// ONNX's is onnx_scan and onnx_loop, ops/scan/onnx.hpp); recur::scan, map, reduce, foldl and foldr are the short forms, the same
 // functions except that error messages name the short form called. The argument types are
 // declared in recur itself and named in recur::theano too: were they declared in the
 // nested namespace, an unqualified scan(fn, options) would find theano::scan as well

@@ -28,7 +28,7 @@ int main() {
   node.add_input(x);
   node.add_output(y);
 
-  const recur::onnx::Model model = recur::onnx::load_from_bytes(proto.SerializeAsString());
+  const recur::onnx_io::Model model = recur::onnx_io::load_from_bytes(proto.SerializeAsString());
   recur::Tape tape;
   recur::Var in = tape.variable(recur::tensor({1.0, 2.0, 3.0}, recur::DType::float64));
   tape.backward(recur::sum(model.run({{x, in}}).at(y)));

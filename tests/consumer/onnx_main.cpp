@@ -9,8 +9,8 @@
 int main() {
   recur::Generator gen(0);
   recur::nn::LSTM lstm({.input_size = 3, .hidden_size = 4, .num_layers = 2, .bidirectional = true}, gen);
-  recur::onnx::save("consumer_lstm.onnx", lstm, {.initial_state = true, .sequence_lens = true});
+  recur::onnx_io::save("consumer_lstm.onnx", lstm, {.initial_state = true, .sequence_lens = true});
   onnx::checker::check_model(std::string("consumer_lstm.onnx"));  // throws if the file is not a valid model
-  std::cout << "consumer: recur::onnx::save wrote a model that passes onnx::checker\n";
+  std::cout << "consumer: recur::onnx_io::save wrote a model that passes onnx::checker\n";
   return 0;
 }

@@ -4,7 +4,7 @@
 // reaches the ops at run time, which fuzz_onnx's byte flips seldom do. A model that loads
 // is run on inputs made from its declared types, and backpropagated through.
 //
-// Any recur::Error (IOError, ValueError, onnx::UnsupportedError, ShapeError, ...) is the
+// Any recur::Error (IOError, ValueError, onnx_io::UnsupportedError, ShapeError, ...) is the
 // accepted outcome; a crash, a sanitizer finding or another exception is a bug.
 #include <cstdint>
 #include <cstdio>
@@ -80,7 +80,7 @@ recur::Var fed(recur::Tape& tape, const recur::Tensor& t) {
 
 // The sum of one floating output (a tensor, or else a sequence element), the one the model's
 // bytes pick, backpropagated.
-void backward_through(recur::Tape& tape, const recur::onnx::Outputs& outputs, recur::fuzz::Rng& rng) {
+void backward_through(recur::Tape& tape, const recur::onnx_io::Outputs& outputs, recur::fuzz::Rng& rng) {
   std::vector<recur::Var> floating;
   for (const auto& [name, v] : outputs.tensors)
     if (recur::is_floating(v.dtype())) floating.push_back(v);
@@ -91,7 +91,7 @@ void backward_through(recur::Tape& tape, const recur::onnx::Outputs& outputs, re
   if (!floating.empty()) tape.backward(recur::sum(rng.pick(floating)));
 }
 
-void run(const recur::onnx::Model& model, const ::onnx::ModelProto& proto, recur::fuzz::Rng& rng) {
+void run(const recur::onnx_io::Model& model, const ::onnx::ModelProto& proto, recur::fuzz::Rng& rng) {
   recur::Tape tape;
   std::map<std::string, recur::Var> inputs;
   std::map<std::string, std::vector<recur::Var>> sequences;
@@ -119,12 +119,12 @@ void run(const recur::onnx::Model& model, const ::onnx::ModelProto& proto, recur
   }
   // The run's options drawn too, so that Scan and Loop nodes reach the engine's truncation
   // and recomputation (replays of the body) as well as its full tape.
-  recur::onnx::RunOptions options;
+  recur::onnx_io::RunOptions options;
   options.max_iterations = 64;  // hostile loops (a trip count of 2^62) end early
   options.keep_last = !rng.one_in(4);
   if (rng.one_in(4)) options.truncate_gradient = 1;
   if (rng.one_in(4)) options.checkpoint = recur::Checkpoint::every_k(2);
-  const recur::onnx::Outputs outputs = model.run_with_sequences(inputs, sequences, options);
+  const recur::onnx_io::Outputs outputs = model.run_with_sequences(inputs, sequences, options);
   backward_through(tape, outputs, rng);
 }
 
@@ -142,7 +142,7 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
                                                unsigned int seed) {
   ::onnx::ModelProto model;
   if (!model.ParseFromArray(data, static_cast<int>(size))) return LLVMFuzzerMutate(data, size, max_size);
-  static const std::vector<std::string> op_types = recur::onnx::imported_op_types();
+  static const std::vector<std::string> op_types = recur::onnx_io::imported_op_types();
   static const recur::fuzz::ByteMutator bytes = LLVMFuzzerMutate;
   recur::fuzz::Rng rng(seed);
   recur::fuzz::mutate_model(model, rng, op_types, bytes);
@@ -164,7 +164,7 @@ extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std:
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-    const recur::onnx::Model model = recur::onnx::load_from_bytes(bytes, "fuzz");
+    const recur::onnx_io::Model model = recur::onnx_io::load_from_bytes(bytes, "fuzz");
     ::onnx::ModelProto proto;  // the declared input types, which Model does not give
     if (!proto.ParseFromArray(data, static_cast<int>(size))) return 0;  // it loaded, so it parses
     recur::fuzz::Rng rng(hash_of(data, size));

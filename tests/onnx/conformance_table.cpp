@@ -34,7 +34,7 @@ std::string one_line(std::string s, const std::string& dir) {
 
 int main() {
   using recur::testing::NodeTestResult;
-  const auto imported = recur::onnx::imported_op_types();
+  const auto imported = recur::onnx_io::imported_op_types();
   const std::set<std::string> known(imported.begin(), imported.end());
   int passed = 0, listed = 0, total = 0;
   std::cout << "| node test | result |\n|---|---|\n";
@@ -48,7 +48,7 @@ int main() {
     std::string result;
     if (!recur::testing::node_test_supported(dir)) {
       result = "not run: uses ";
-      for (const auto& op : recur::onnx::unsupported_ops((dir / "model.onnx").string())) result += op + " ";
+      for (const auto& op : recur::onnx_io::unsupported_ops((dir / "model.onnx").string())) result += op + " ";
     } else {
       const auto r = recur::testing::run_node_test(dir);
       if (r.kind == NodeTestResult::Kind::passed) {

@@ -63,12 +63,12 @@ std::vector<fs::path> node_test_dirs() {
   return sorted(out);
 }
 
-bool node_test_supported(const fs::path& dir) { return onnx::unsupported_ops((dir / "model.onnx").string()).empty(); }
+bool node_test_supported(const fs::path& dir) { return onnx_io::unsupported_ops((dir / "model.onnx").string()).empty(); }
 
 NodeTestResult run_node_test(const fs::path& dir) {
   using Kind = NodeTestResult::Kind;
   try {
-    const onnx::Model model = onnx::load((dir / "model.onnx").string());
+    const onnx_io::Model model = onnx_io::load((dir / "model.onnx").string());
     const auto inputs = model.input_names();
     const auto outputs = model.output_names();
     int sets = 0;
@@ -81,10 +81,10 @@ NodeTestResult run_node_test(const fs::path& dir) {
       std::map<std::string, std::vector<Var>> sequences;
       for (std::size_t i = 0; i < input_files.size() && i < inputs.size(); ++i) {
         if (model.is_sequence(inputs[i])) {
-          const auto tensors = onnx::load_sequence(input_files[i].string());
+          const auto tensors = onnx_io::load_sequence(input_files[i].string());
           sequences.emplace(inputs[i], std::vector<Var>(tensors.begin(), tensors.end()));
         } else {
-          feed.emplace(inputs[i], onnx::load_tensor(input_files[i].string()));
+          feed.emplace(inputs[i], onnx_io::load_tensor(input_files[i].string()));
         }
       }
       const auto got = model.run_with_sequences(feed, sequences);
@@ -96,19 +96,19 @@ NodeTestResult run_node_test(const fs::path& dir) {
         std::string why;
         if (model.is_sequence(outputs[k])) {
           const auto& seq = got.sequences.at(outputs[k]);
-          const auto want = onnx::load_sequence(output_files[k].string());
+          const auto want = onnx_io::load_sequence(output_files[k].string());
           if (seq.size() != want.size())
             why = "a sequence of " + std::to_string(seq.size()) + " tensors, expected " + std::to_string(want.size());
           for (std::size_t j = 0; why.empty() && j < want.size(); ++j) why = mismatch(seq[j].value(), want[j]);
         } else {
-          why = mismatch(got.tensors.at(outputs[k]).value(), onnx::load_tensor(output_files[k].string()));
+          why = mismatch(got.tensors.at(outputs[k]).value(), onnx_io::load_tensor(output_files[k].string()));
         }
         if (!why.empty()) return {Kind::failed, set.filename().string() + ", output '" + outputs[k] + "': " + why};
       }
     }
     if (sets == 0) return {Kind::failed, "no test_data_set_* directory"};
     return {Kind::passed, {}};
-  } catch (const onnx::UnsupportedError& e) {
+  } catch (const onnx_io::UnsupportedError& e) {
     return {Kind::unsupported, e.what()};
   } catch (const std::exception& e) {
     return {Kind::failed, e.what()};

@@ -29,7 +29,7 @@ std::string if_model() {
 }
 
 TEST(OnnxIf, BranchesAndTheirGradients) {
-  const auto model = onnx::load_from_bytes(if_model());
+  const auto model = onnx_io::load_from_bytes(if_model());
   const Tensor x = random_tensor({3}, 1), W = random_tensor({3}, 2);
   for (const std::int64_t cond : {0, 1}) {
     {
@@ -76,7 +76,7 @@ TEST(OnnxLoop, RunsUntilCondAndGradientsReachOuterValues) {
   go->clear_int64_data();
   go->set_data_type(TensorProto::BOOL);
   go->add_int32_data(1);
-  const auto model = onnx::load_from_bytes(proto.SerializeAsString());
+  const auto model = onnx_io::load_from_bytes(proto.SerializeAsString());
   const Tensor h0 = random_tensor({2}, 3), W = random_tensor({2, 2}, 4), x = random_tensor({2}, 5);
   {
     Tape tape;
@@ -124,8 +124,8 @@ struct LoopGradients {
   Tensor h0, W, x, hT;
 };
 
-LoopGradients loop_gradients(const onnx::Model& model, std::int64_t trips, const Tensor& h0, const Tensor& W,
-                             const Tensor& x, const onnx::RunOptions& options) {
+LoopGradients loop_gradients(const onnx_io::Model& model, std::int64_t trips, const Tensor& h0, const Tensor& W,
+                             const Tensor& x, const onnx_io::RunOptions& options) {
   Tape tape;
   const Var vh0 = tape.variable(h0), vW = tape.variable(W), vx = tape.variable(x);
   const auto out = model.run({{"M", int64_scalar(trips)}, {"h0", vh0}, {"W", vW}, {"x", vx}}, options);
@@ -134,7 +134,7 @@ LoopGradients loop_gradients(const onnx::Model& model, std::int64_t trips, const
 }
 
 TEST(OnnxLoop, TruncationReachesTheLastIterationsOnly) {
-  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  const auto model = onnx_io::load_from_bytes(trip_count_loop_model());
   const Tensor h0 = random_tensor({2}, 6), W = random_tensor({2, 2}, 7), x = random_tensor({2}, 8);
   const auto got = loop_gradients(model, 4, h0, W, x, {.truncate_gradient = 2});
   // By hand: the first two iterations as constants, the last two recorded; the loss reads
@@ -157,7 +157,7 @@ TEST(OnnxLoop, TruncationReachesTheLastIterationsOnly) {
 }
 
 TEST(OnnxLoop, CheckpointingGivesTheFullGradients) {
-  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  const auto model = onnx_io::load_from_bytes(trip_count_loop_model());
   const Tensor h0 = random_tensor({2}, 9), W = random_tensor({2, 2}, 10), x = random_tensor({2}, 11);
   const auto full_tape = loop_gradients(model, 6, h0, W, x, {});
   for (const Checkpoint& c : {Checkpoint::every_k(2), Checkpoint::auto_sqrt(), Checkpoint::snapshots(2)}) {
@@ -179,7 +179,7 @@ TEST(OnnxLoop, CheckpointingGivesTheFullGradients) {
 // ys read only at [-1]: the loop keeps its last value (Keep::last), nothing stacked; the
 // values and gradients are those of the stacked run.
 TEST(OnnxLoop, ScanOutputReadOnlyAtTheLastIterationIsNotStacked) {
-  const auto model = onnx::load_from_bytes(trip_count_loop_model(true));
+  const auto model = onnx_io::load_from_bytes(trip_count_loop_model(true));
   const Tensor h0 = random_tensor({2}, 20), W = random_tensor({2, 2}, 21), x = random_tensor({2}, 22);
   std::vector<Tensor> values, gradients;
   for (const bool keep_last : {true, false}) {
@@ -202,7 +202,7 @@ TEST(OnnxLoop, ScanOutputReadOnlyAtTheLastIterationIsNotStacked) {
 }
 
 TEST(OnnxLoop, ZeroIterationsGiveEmptyScanOutputs) {
-  const auto model = onnx::load_from_bytes(trip_count_loop_model());
+  const auto model = onnx_io::load_from_bytes(trip_count_loop_model());
   Tape tape;
   const Tensor h0 = random_tensor({2}, 12);
   const auto out = model.run({{"M", int64_scalar(0)}, {"h0", h0}, {"W", random_tensor({2, 2}, 13)}, {"x", h0}});
@@ -214,7 +214,7 @@ TEST(OnnxLoop, ZeroIterationsGiveEmptyScanOutputs) {
 // plan for the number of iterations ask for a trip count.
 TEST(OnnxLoop, ConditionEndedLoopTakesTruncationNotRevolve) {
   const std::string bytes = loop_model();
-  const auto model = onnx::load_from_bytes(bytes);
+  const auto model = onnx_io::load_from_bytes(bytes);
   const Tensor h0 = random_tensor({2}, 3), W = random_tensor({2, 2}, 4), x = random_tensor({2}, 5);
   Tape tape;
   const Var vh0 = tape.variable(h0), vW = tape.variable(W);
@@ -237,14 +237,14 @@ TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
   GraphBuilder g("growing");
   g.input("M", {}, TensorProto::INT64).input("acc0", {1}).input("x", {1}).output("acc", {-1});
   g.node("Loop", {"M", "", "acc0"}, {"acc"}, {graph_attribute("body", body.graph())});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   Tape tape;
   const Var x = tape.variable(tensor({2.0}, DType::float64));
   const Var acc = model.run({{"M", int64_scalar(3)}, {"acc0", tensor({1.0}, DType::float64)}, {"x", x}}).at("acc");
   EXPECT_EQ(to_vector<double>(acc.value()), (std::vector<double>{1, 2, 2, 2}));
   tape.backward(sum(acc));
   EXPECT_EQ(x.grad().item<double>(), 3.0);
-  expect_error<onnx::UnsupportedError>(
+  expect_error<onnx_io::UnsupportedError>(
       [&] { model.run({{"M", int64_scalar(3)}, {"acc0", tensor({1.0}, DType::float64)}, {"x", x}}, {.truncate_gradient = 1}); },
       {"Loop", "changes the shape of a carried value", "unrolled"});
 }
@@ -272,7 +272,7 @@ TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
     const auto tensor = type->tensor_type();
     *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
   }
-  const auto model = onnx::load_from_bytes(model_bytes(graph, 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(graph, 13));
   Tape tape;
   const Var x = tape.variable(tensor({1.0, 2.0, 3.0}, DType::float64));
   const Var y = model.run({{"M", int64_scalar(3)}, {"x", x}}).at("y");
@@ -287,7 +287,7 @@ TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
   EXPECT_EQ(slices, 3u);
   tape.backward(sum(y));
   EXPECT_EQ(to_vector<double>(x.grad()), (std::vector<double>{3, 2, 1}));
-  expect_error<onnx::UnsupportedError>([&] { model.run({{"M", int64_scalar(3)}, {"x", x}}, {.truncate_gradient = 1}); },
+  expect_error<onnx_io::UnsupportedError>([&] { model.run({{"M", int64_scalar(3)}, {"x", x}}, {.truncate_gradient = 1}); },
                                        {"Loop", "appends tensors of changing shapes", "unrolled"});
 }
 

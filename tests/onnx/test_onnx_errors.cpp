@@ -19,12 +19,12 @@ std::string tanh_model(const std::string& op = "Tanh") {
 }
 
 TEST(OnnxErrors, MissingFile) {
-  expect_error<IOError>([] { onnx::load("no/such/model.onnx"); }, {"onnx::load", "no/such/model.onnx"});
+  expect_error<IOError>([] { onnx_io::load("no/such/model.onnx"); }, {"onnx_io::load", "no/such/model.onnx"});
 }
 
 TEST(OnnxErrors, CorruptBytes) {
   const std::string bytes = tanh_model();
-  expect_error<IOError>([&] { onnx::load_from_bytes(bytes.substr(0, bytes.size() - 3), "cut.onnx"); },
+  expect_error<IOError>([&] { onnx_io::load_from_bytes(bytes.substr(0, bytes.size() - 3), "cut.onnx"); },
                         {"cut.onnx", "truncated or corrupt"});
 }
 
@@ -32,14 +32,14 @@ TEST(OnnxErrors, CheckerRejectsAnUnsortedGraph) {
   GraphBuilder g("g");
   g.input("x", {2}).output("y", {2});
   g.node("Tanh", {"t"}, {"y"}).node("Tanh", {"x"}, {"t"});
-  expect_error<ValueError>([&] { onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); },
+  expect_error<ValueError>([&] { onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); },
                            {"m.onnx", "ONNX checker"});
 }
 
 TEST(OnnxErrors, UnsupportedOpNamesTheNode) {
-  expect_error<onnx::UnsupportedError>([] { onnx::load_from_bytes(tanh_model("Cos"), "m.onnx"); },
+  expect_error<onnx_io::UnsupportedError>([] { onnx_io::load_from_bytes(tanh_model("Cos"), "m.onnx"); },
                                        {"m.onnx", "node 'g/Cos_0'", "Cos", "opset 13"});
-  EXPECT_FALSE(std::ranges::count(onnx::imported_op_types(), "Cos"));
+  EXPECT_FALSE(std::ranges::count(onnx_io::imported_op_types(), "Cos"));
 }
 
 TEST(OnnxErrors, UnsupportedElementTypeOfAnInitializer) {
@@ -53,12 +53,12 @@ TEST(OnnxErrors, UnsupportedElementTypeOfAnInitializer) {
   half.add_int32_data(0);
   g.initializer(half);
   g.node("Add", {"x", "h"}, {"y"});
-  expect_error<onnx::UnsupportedError>([&] { onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); },
+  expect_error<onnx_io::UnsupportedError>([&] { onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); },
                                        {"m.onnx", "initializer 'h'", "FLOAT16"});
 }
 
 TEST(OnnxErrors, FeedsAreCheckedBeforeRecording) {
-  const auto model = onnx::load_from_bytes(tanh_model(), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(tanh_model(), "m.onnx");
   Tape tape;
   const Var x = tape.constant(ones({2}, DType::float64));
   const Var wrong_shape = tape.constant(ones({3}, DType::float64));
@@ -80,14 +80,14 @@ TEST(OnnxErrors, FailedRunLeavesTheTapeUnchanged) {
     return t;
   }());
   g.node("Tanh", {"x"}, {"t"}).node("Reshape", {"t", "shape"}, {"y"});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   const Var x = tape.constant(ones({2}, DType::float64));
   expect_clean_failure<ShapeError>(tape, [&] { model.run({{"x", x}}); }, {"reshape"});
 }
 
 TEST(OnnxErrors, UnknownParameter) {
-  const auto model = onnx::load_from_bytes(tanh_model(), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(tanh_model(), "m.onnx");
   expect_error<ValueError>([&] { model.parameter("W"); }, {"m.onnx", "no initializer 'W'"});
 }
 

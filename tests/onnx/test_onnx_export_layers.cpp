@@ -1,4 +1,4 @@
-// recur::onnx::save of nn::RNN / LSTM / GRU stacks (ops/onnx/export_layers.hpp): the
+// recur::onnx_io::save of nn::RNN / LSTM / GRU stacks (ops/onnx/export_layers.hpp): the
 // weights, gate order and attributes of every node equal those of PyTorch's own
 // torch.onnx.export of the same layer (tests/fixtures/make_onnx_export_fixtures.py wrote
 // them under tests/data/onnx_export/), and what those nodes compute under ONNX's semantics
@@ -93,7 +93,7 @@ TEST_P(TorchOnnxExport, NodesEqualPyTorchsExport) {
   const auto layer = make_layer(kind, o);
   for (const auto& [name, p] : layer->named_parameters()) Shared(p).assign(load(name));
 
-  const ::onnx::ModelProto model = onnx::layer_model(*layer);
+  const ::onnx::ModelProto model = onnx_io::layer_model(*layer);
   const auto nodes = recurrent_nodes(model.graph());
   ASSERT_EQ(static_cast<std::int64_t>(nodes.size()), o.num_layers);
   for (std::size_t k = 0; k < nodes.size(); ++k) {
@@ -130,7 +130,7 @@ TEST(TorchOnnxExportFixtures, AreThere) { EXPECT_EQ(fixture_cases().size(), 5u);
 struct Case {
   CellKind kind;
   nn::RecurrentOptions options;
-  onnx::LayerExportOptions save{};
+  onnx_io::LayerExportOptions save{};
 };
 
 std::vector<Case> option_cases() {
@@ -183,7 +183,7 @@ TEST(OnnxExportLayers, SavedFilesPassTheCheckerAndDescribeTheLayer) {
     const auto layer = make_layer(c.kind, c.options);
     const fs::path path = folder / ("model" + std::to_string(i++) + ".onnx");
     SCOPED_TRACE(path.string());
-    onnx::save(path, *layer, c.save);
+    onnx_io::save(path, *layer, c.save);
 
     // Read back from disk, independently of the writer: parses, passes the checker (by
     // path and as a proto) and strict shape inference.
@@ -257,7 +257,7 @@ TEST(OnnxExportLayers, BiasesAreInputThenRecurrentInOnnxGateOrder) {
   const auto lstm = make_layer(CellKind::lstm, o);
   lstm->parameter("bias_ih_l0").assign(from_vector(std::vector<float>{1, 2, 3, 4}, {4}));      // i f g o
   lstm->parameter("bias_hh_l0").assign(from_vector(std::vector<float>{10, 20, 30, 40}, {4}));  // i f g o
-  const ::onnx::ModelProto model = onnx::layer_model(*lstm);
+  const ::onnx::ModelProto model = onnx_io::layer_model(*lstm);
   const Tensor b = initializer(model.graph(), recurrent_nodes(model.graph())[0]->input(3));
   EXPECT_EQ(to_vector<double>(b), (std::vector<double>{1, 4, 2, 3, 10, 40, 20, 30}));
 }
@@ -268,7 +268,7 @@ TEST(OnnxExportLayers, AnUnwritablePathIsAnIOErrorNamingIt) {
   o.hidden_size = 3;
   const auto gru = make_layer(CellKind::gru, o);
   const fs::path bad = fs::path("/nonexistent_recur_dir") / "gru.onnx";
-  testing::expect_error<IOError>([&] { onnx::save(bad, *gru); }, {"onnx::save", "nonexistent_recur_dir"});
+  testing::expect_error<IOError>([&] { onnx_io::save(bad, *gru); }, {"onnx_io::save", "nonexistent_recur_dir"});
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// recur::onnx::save of nn::RNN / LSTM / GRU stacks read back by recur's own importer
-// (recur::onnx::load, Model::run): the saved model gives the layer's output, h_n and c_n
+// recur::onnx_io::save of nn::RNN / LSTM / GRU stacks read back by recur's own importer
+// (recur::onnx_io::load, Model::run): the saved model gives the layer's output, h_n and c_n
 // (float64 to 1e-12, float32 to 1e-6) for stacked, bidirectional and batch-first layers,
 // both GRU forms, RNN's two nonlinearities, no bias, fed initial states and sequence_lens.
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@ using nn::CellKind;
 struct RoundTrip {
   CellKind kind;
   nn::RecurrentOptions options;
-  recur::onnx::LayerExportOptions save{};
+  recur::onnx_io::LayerExportOptions save{};
   std::string name;
 };
 
@@ -50,7 +50,7 @@ std::vector<RoundTrip> cases() {
   relu.bias = false;
   // (GCC 12 warns of uninitialized strings for `{...}` option braces in this list.)
   auto with = [](bool initial_state, bool sequence_lens) {
-    recur::onnx::LayerExportOptions save;
+    recur::onnx_io::LayerExportOptions save;
     save.initial_state = initial_state;
     save.sequence_lens = sequence_lens;
     return save;
@@ -78,8 +78,8 @@ void expect_round_trip(const RoundTrip& c, const std::vector<std::int64_t>& leng
   const auto rnn = make(c);
   const fs::path path =
       fs::temp_directory_path() / ("recur_layer_round_trip_" + std::to_string(getpid()) + "_" + c.name + ".onnx");
-  recur::onnx::save(path, *rnn, c.save);
-  const recur::onnx::Model model = recur::onnx::load(path.string());
+  recur::onnx_io::save(path, *rnn, c.save);
+  const recur::onnx_io::Model model = recur::onnx_io::load(path.string());
   fs::remove(path);
 
   const nn::RecurrentOptions& o = c.options;
@@ -107,7 +107,7 @@ void expect_round_trip(const RoundTrip& c, const std::vector<std::int64_t>& leng
   std::map<std::string, Var> got;
   try {
     got = model.run(feed);
-  } catch (const recur::onnx::UnsupportedError& e) {
+  } catch (const recur::onnx_io::UnsupportedError& e) {
     // recur's importer takes sequence_lens shorter than the sequence once issue 10's
     // importer work on RNN/LSTM/GRU is in; until then this case says so and is skipped.
     if (std::string(e.what()).find("sequence_lens shorter") == std::string::npos) throw;

@@ -1,6 +1,6 @@
-// recur::onnx::save of a scan (ops/onnx/export_scan.hpp): the step written as an ONNX Scan
+// recur::onnx_io::save of a scan (ops/onnx/export_scan.hpp): the step written as an ONNX Scan
 // body passes onnx::checker and strict shape inference read back from disk, and the saved
-// model, loaded with recur's own importer and run, gives the outputs of recur::onnx::scan
+// model, loaded with recur's own importer and run, gives the outputs of onnx_scan
 // with the same step (float64 to 1e-12, float32 to 1e-6): an Elman RNN, an LSTM-like step
 // with two states and two scan outputs along different axes, reverse directions over a
 // batch-first sequence, a step without state, every mapped op, a nested scan; the imported
@@ -36,9 +36,9 @@ Shared parameter(const Shape& shape, DType dtype, Generator& gen, const std::str
 }
 
 struct ScanCase {
-  recur::onnx::Body body;
+  OnnxBody body;
   std::vector<Tensor> states, sequences;
-  recur::onnx::ScanExportOptions options{};
+  recur::onnx_io::ScanExportOptions options{};
   // Parameters whose gradients the model's must equal, by the initializer's name.
   std::vector<std::pair<std::string, Shared>> trained{};
   // Inputs to run the scan and the model on (at another batch size); empty: the examples.
@@ -46,19 +46,19 @@ struct ScanCase {
 };
 
 // Saves the case's scan, checks the file, loads it with recur's importer, runs it on the
-// same inputs as recur::onnx::scan, and compares every output within `tolerance`.
+// same inputs as onnx_scan, and compares every output within `tolerance`.
 void expect_round_trip(const ScanCase& c, const std::string& name, double tolerance) {
   const fs::path path = temp_path(name);
-  recur::onnx::save(path, c.body, c.states, c.sequences, c.options);
+  recur::onnx_io::save(path, c.body, c.states, c.sequences, c.options);
   ::onnx::checker::check_model(path.string());
-  const recur::onnx::Model model = recur::onnx::load(path.string());
+  const recur::onnx_io::Model model = recur::onnx_io::load(path.string());
   fs::remove(path);
 
   Tape tape;
   std::vector<Var> states, sequences;
   for (const Tensor& s : c.run_states.empty() ? c.states : c.run_states) states.push_back(tape.constant(s));
   for (const Tensor& x : c.run_sequences.empty() ? c.sequences : c.run_sequences) sequences.push_back(tape.constant(x));
-  const auto expected = recur::onnx::scan(c.body, states, sequences, c.options.scan);
+  const auto expected = onnx_scan(c.body, states, sequences, c.options.scan);
   std::vector<Var> want = expected.final_states;
   want.insert(want.end(), expected.scan_outputs.begin(), expected.scan_outputs.end());
 
@@ -114,18 +114,18 @@ TEST(OnnxExportScan, ImportedParametersGetTheScansGradients) {
   Generator gen(5);
   const DType f64 = DType::float64;
   const Shared w = parameter({3, 4}, f64, gen, "W"), u = parameter({4, 4}, f64, gen, "U");
-  const recur::onnx::Body step = [=](std::span<const Var> s) -> std::vector<Var> {
+  const OnnxBody step = [=](std::span<const Var> s) -> std::vector<Var> {
     const Var next = tanh(matmul(s[1], w) + matmul(s[0], u));
     return {next, next};
   };
   const Tensor h0 = normal({2, 4}, 0.0, 1.0, gen, f64), xs = normal({4, 2, 3}, 0.0, 1.0, gen, f64);
   const fs::path path = temp_path("gradients");
-  recur::onnx::save(path, step, {h0}, {xs});
-  const recur::onnx::Model model = recur::onnx::load(path.string());
+  recur::onnx_io::save(path, step, {h0}, {xs});
+  const recur::onnx_io::Model model = recur::onnx_io::load(path.string());
   fs::remove(path);
   {
     Tape tape;
-    tape.backward(sum(recur::onnx::scan(step, {Var(h0)}, {Var(xs)}).scan_outputs[0]));
+    tape.backward(sum(onnx_scan(step, {Var(h0)}, {Var(xs)}).scan_outputs[0]));
   }
   {
     Tape tape;
@@ -139,7 +139,7 @@ TEST(OnnxExportScan, ImportedParametersGetTheScansGradients) {
 
 TEST(OnnxExportScan, ParametersAreNamedInitializersReadByTheBody) {
   const ScanCase c = elman(DType::float64);
-  const ::onnx::ModelProto model = recur::onnx::scan_model(c.body, c.states, c.sequences);
+  const ::onnx::ModelProto model = recur::onnx_io::scan_model(c.body, c.states, c.sequences);
   const ::onnx::GraphProto& g = model.graph();
   std::vector<std::string> initializers;
   for (const auto& t : g.initializer()) initializers.push_back(t.name());
@@ -245,7 +245,7 @@ TEST(OnnxExportScan, EveryMappedOpRoundTrips) {
   };
   c.states = {normal({2, 2}, 0.0, 1.0, gen, f64)};
   c.sequences = {normal({3, 2, 3}, 0.0, 1.0, gen, f64)};
-  const ::onnx::ModelProto model = recur::onnx::scan_model(c.body, c.states, c.sequences);
+  const ::onnx::ModelProto model = recur::onnx_io::scan_model(c.body, c.states, c.sequences);
   std::set<std::string> ops;
   for (const auto& n : model.graph().node(0).attribute(0).g().node()) ops.insert(n.op_type());
   for (const char* op : {"Transpose", "Max", "Min", "Pow", "Abs", "Sqrt", "Softplus", "Where", "Log", "Div",
@@ -325,39 +325,39 @@ TEST(OnnxExportScan, ASymbolicBatchRunsAtAnotherBatchSize) {
              },
              states3, sequences3, {.batch_axis = 0}, named(lstm), states5, sequences5};
   c.trained.emplace_back("scale", scale);
-  const ::onnx::ModelProto model = recur::onnx::scan_model(c.body, c.states, c.sequences, c.options);
+  const ::onnx::ModelProto model = recur::onnx_io::scan_model(c.body, c.states, c.sequences, c.options);
   EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
   EXPECT_EQ(model.graph().input(2).type().tensor_type().shape().dim(1).dim_param(), "batch");
   EXPECT_EQ(model.graph().output(2).type().tensor_type().shape().dim(1).dim_param(), "batch");
   expect_round_trip(c, "batch", 1e-12);
 
-  const recur::onnx::Body inner = c.body;
+  const OnnxBody inner = c.body;
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
     std::vector<Var> out = inner(s);
     out[2] = slice(out[0], 0, 1, s[0].size(0));  // all rows but the first: bounds of the batch's size
     return out;
   };
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, c.options); },
-                                    {"onnx::save", "'slice'", "depend on the batch size"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences, c.options); },
+                                    {"onnx_io::save", "'slice'", "depend on the batch size"});
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
     std::vector<Var> out = inner(s);
     out[2] = mean(out[0], {0});  // divides by the batch size, a constant
     return out;
   };
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, c.options); },
-                                    {"onnx::save", "constant", "depends on the batch size"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences, c.options); },
+                                    {"onnx_io::save", "constant", "depends on the batch size"});
 }
 
 TEST(OnnxExportScan, AnOpWithoutOnnxFormIsAnErrorNamingItAndWritesNothing) {
   ScanCase c = elman(DType::float64);
-  const recur::onnx::Body inner = c.body;
+  const OnnxBody inner = c.body;
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
     const Var next = inner(s)[0] * mse(s[0], inner(s)[0]);
     return {next, next};
   };
   const fs::path path = temp_path("unsupported");
-  testing::expect_error<recur::onnx::UnsupportedError>(
-      [&] { recur::onnx::save(path, c.body, c.states, c.sequences); }, {"onnx::save", "'mse'", "no ONNX form"});
+  testing::expect_error<recur::onnx_io::UnsupportedError>(
+      [&] { recur::onnx_io::save(path, c.body, c.states, c.sequences); }, {"onnx_io::save", "'mse'", "no ONNX form"});
   EXPECT_FALSE(fs::exists(path));
 }
 
@@ -367,27 +367,27 @@ TEST(OnnxExportScan, AValueComputedWithoutGradientAWrongStateOrBadOptionsAreErro
     const Var positive = greater(s[1], Var(full_like(s[1].value(), 0.6)));  // a mask: a constant on the tape
     return {s[0], positive * s[1]};
   };
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
-                                    {"onnx::save", "constant computed from the step's inputs"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx_io::save", "constant computed from the step's inputs"});
   c.body = [](std::span<const Var> s) -> std::vector<Var> { return {sum(s[0], {0})}; };
-  testing::expect_error<ShapeError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
-                                    {"onnx::save", "new state 0", "[4]", "[2, 4]"});
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, {}); },
-                                    {"onnx::save", "needs a scan input"});
-  recur::onnx::ScanExportOptions reversed;
+  testing::expect_error<ShapeError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx_io::save", "new state 0", "[4]", "[2, 4]"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, {}); },
+                                    {"onnx_io::save", "needs a scan input"});
+  recur::onnx_io::ScanExportOptions reversed;
   reversed.scan.scan_input_directions = {2};
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, reversed); },
-                                    {"onnx::save", "scan_input_directions", "0 or 1"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences, reversed); },
+                                    {"onnx_io::save", "scan_input_directions", "0 or 1"});
   c = elman(DType::float64);
-  recur::onnx::ScanExportOptions misnamed;
+  recur::onnx_io::ScanExportOptions misnamed;
   misnamed.state_names = {"x"};
   misnamed.scan_input_names = {"x"};
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, misnamed); },
-                                    {"onnx::save", "'x'", "two values"});
-  recur::onnx::ScanExportOptions two_axes;
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences, misnamed); },
+                                    {"onnx_io::save", "'x'", "two values"});
+  recur::onnx_io::ScanExportOptions two_axes;
   two_axes.scan.scan_output_axes = {0, 1};
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences, two_axes); },
-                                    {"onnx::save", "scan_output_axes", "2 entries for 1 values"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences, two_axes); },
+                                    {"onnx_io::save", "scan_output_axes", "2 entries for 1 values"});
 }
 
 // A scan inside the step is unrolled into the body (its length the traced one): its steps
@@ -396,9 +396,9 @@ TEST(OnnxExportScan, AValueComputedWithoutGradientAWrongStateOrBadOptionsAreErro
 // neither can be one ONNX body.
 TEST(OnnxExportScan, ANestedScanIsUnrolledAndAStrictOneOrARandomDrawIsAnError) {
   ScanCase c = elman(DType::float64);
-  const recur::onnx::Body inner = c.body;
+  const OnnxBody inner = c.body;
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
-    const Var twice = recur::onnx::scan(inner, {s[0]}, {stack({s[1], s[1]})}).scan_outputs[0];
+    const Var twice = onnx_scan(inner, {s[0]}, {stack({s[1], s[1]})}).scan_outputs[0];
     return {s[0], twice};  // the state passes through: a body output that is a body input
   };
   expect_round_trip(c, "nested", 1e-12);
@@ -407,15 +407,15 @@ TEST(OnnxExportScan, ANestedScanIsUnrolledAndAStrictOneOrARandomDrawIsAnError) {
     const Var total = scan(add, {.sequences = {stack({s[1], s[1]})}, .outputs_info = {s[1]}, .strict = true})[0];
     return {s[0], total};
   };
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
-                                    {"onnx::save", "out of the export's sight"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx_io::save", "out of the export's sight"});
   auto stream = std::make_shared<RandomStream>(3);
   c.body = [=](std::span<const Var> s) -> std::vector<Var> {
     const Var noisy = s[0] + stream->normal({2, 4}, 0.0, 1.0, DType::float64);
     return {noisy, noisy};
   };
-  testing::expect_error<ValueError>([&] { (void)recur::onnx::scan_model(c.body, c.states, c.sequences); },
-                                    {"onnx::save", "random_stream", "no side effects"});
+  testing::expect_error<ValueError>([&] { (void)recur::onnx_io::scan_model(c.body, c.states, c.sequences); },
+                                    {"onnx_io::save", "random_stream", "no side effects"});
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 using ::onnx::TensorProto;
 
 // check_gradients over the model's inputs `names`, fed `values` in order.
-void expect_gradients_match(const onnx::Model& model, const std::vector<std::string>& names,
+void expect_gradients_match(const onnx_io::Model& model, const std::vector<std::string>& names,
                             const std::vector<Tensor>& values, const std::string& output) {
   const auto f = [&](std::span<const Var> xs) {
     std::map<std::string, Var> feed;
@@ -41,7 +41,7 @@ TEST(OnnxGradients, DenseOpsMatchFiniteDifferences) {
       .node("Concat", {"d", "sg"}, {"c"}, {int_attribute("axis", 0)})
       .node("Softplus", {"c"}, {"sp"})
       .node("ReduceSum", {"sp", "axes"}, {"y"}, {int_attribute("keepdims", 0)});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   expect_gradients_match(model, {"x", "W", "B", "C"},
                          {random_tensor({2, 3}, 1), random_tensor({3, 4}, 2), random_tensor({5, 4}, 3),
                           random_tensor({5}, 4)},
@@ -73,7 +73,7 @@ TEST(OnnxGradients, ShapeOpsMatchFiniteDifferences) {
       .node("Mul", {"mx", "mn"}, {"p"})
       .node("Add", {"w", "p"}, {"s"})
       .node("Reshape", {"s", "flat"}, {"y"});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   expect_gradients_match(model, {"x"}, {random_tensor({2, 3, 4}, 5)}, "y");
 }
 
@@ -86,7 +86,7 @@ TEST(OnnxGradients, NegativeLogLikelihoodLossMatchesFiniteDifferences) {
   g.initializer("target", target);
   ::onnx::AttributeProto ignore = int_attribute("ignore_index", -1);
   g.node("NegativeLogLikelihoodLoss", {"x", "target", "w"}, {"loss"}, {ignore});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   const Tensor x = random_tensor({3, 4, 2}, 6), w = add(random_tensor({4}, 7), full({}, 2.0, DType::float64));
   {
     Tape tape;
@@ -115,7 +115,7 @@ TEST(OnnxGradients, CastBetweenFloatAndDoubleIsDifferentiable) {
       .node("MatMul", {"x32", "W32"}, {"h"})
       .node("Tanh", {"h"}, {"t"})
       .node("Cast", {"t"}, {"y"}, {int_attribute("to", TensorProto::DOUBLE)});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   const Tensor x = random_tensor({2, 3}, 21), W = random_tensor({3, 2}, 22);
   {
     Tape tape;

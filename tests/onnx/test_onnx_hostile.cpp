@@ -44,15 +44,15 @@ TensorProto raw_tensor(std::int32_t type, const std::string& raw) {
 
 TEST(OnnxHostile, RawDataShorterThanOneElement) {
   // 3 bytes for one int64: the ONNX library's ParseData crashed on it.
-  expect_error<IOError>([] { onnx::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::INT64, "abc")), "m.onnx"); },
+  expect_error<IOError>([] { onnx_io::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::INT64, "abc")), "m.onnx"); },
                         {"m.onnx", "initializer 'c'", "raw_data holds 3 bytes", "[1]"});
 }
 
 TEST(OnnxHostile, RawDataNotAMultipleOfTheElementSize) {
   // 5 bytes for one float: ParseData wrote past its buffer, then the model loaded.
-  expect_error<IOError>([] { onnx::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::FLOAT, "abcde")), "m.onnx"); },
+  expect_error<IOError>([] { onnx_io::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::FLOAT, "abcde")), "m.onnx"); },
                         {"m.onnx", "raw_data holds 5 bytes"});
-  expect_error<IOError>([] { onnx::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::INT16, "abc")), "m.onnx"); },
+  expect_error<IOError>([] { onnx_io::load_from_bytes(model_with_initializer(raw_tensor(TensorProto::INT16, "abc")), "m.onnx"); },
                         {"raw_data holds 3 bytes"});
 }
 
@@ -65,7 +65,7 @@ TEST(OnnxHostile, RawDataOfAConstantNodeIsCheckedAtLoad) {
   value.set_type(::onnx::AttributeProto::TENSOR);
   *value.mutable_t() = raw_tensor(TensorProto::INT64, "abc");
   g.node("Constant", {}, {"c"}, {value}).node("Add", {"x", "c"}, {"y"});
-  const auto model = [&] { return onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); };
+  const auto model = [&] { return onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx"); };
   try {
     const auto m = model();
     Tape tape;  // if it loads, the run reads the value and refuses it
@@ -83,7 +83,7 @@ TEST(OnnxHostile, RawDataOfConstantOfShapeIsCheckedWhenItRuns) {
   value.set_type(::onnx::AttributeProto::TENSOR);
   *value.mutable_t() = raw_tensor(TensorProto::DOUBLE, "abcde");
   g.node("ConstantOfShape", {"shape"}, {"y"}, {value});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   const std::map<std::string, Var> feed{{"shape", int64_tensor({3})}};
   expect_clean_failure<IOError>(tape, [&] { model.run(feed); }, {"raw_data holds 5 bytes"});
@@ -97,7 +97,7 @@ TEST_F(OnnxHostileFiles, LoadTensorChecksRawData) {
     std::ofstream out(path, std::ios::binary);
     raw_tensor(TensorProto::INT64, "abc").SerializeToOstream(&out);
   }
-  expect_error<IOError>([&] { onnx::load_tensor(path); }, {"onnx", "raw_data holds 3 bytes"});
+  expect_error<IOError>([&] { onnx_io::load_tensor(path); }, {"onnx", "raw_data holds 3 bytes"});
 }
 
 // ---- 2. sizes whose product passes int64 ----------------------------------------------------
@@ -116,7 +116,7 @@ TEST(OnnxHostile, ReshapeOfAnEmptyTensorToAWrappingShape) {
   g.node("Reshape", {"x", "shape"}, {"r"})
       .node("Constant", {}, {"i"}, {tensor_attribute("value", int64_scalar(5))})
       .node("Gather", {"r", "i"}, {"y"});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   const std::map<std::string, Var> feed{{"x", zeros({0}, DType::float64)}, {"shape", int64_tensor({big, 64})}};
   expect_clean_failure<ShapeError>(tape, [&] { model.run(feed); }, {"reshape", "[4611686018427387904, 64]"});
@@ -141,7 +141,7 @@ std::string endless_loop_model() {
 constexpr std::int64_t kHuge = std::int64_t{1} << 62;
 
 TEST(OnnxHostile, MaxIterationsBoundsEveryLoop) {
-  const auto model = onnx::load_from_bytes(endless_loop_model(), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(endless_loop_model(), "m.onnx");
   Tape tape;
   const Var h0 = tape.variable(random_tensor({4}, 1)), huge = tape.constant(int64_scalar(kHuge));
   expect_clean_failure<LimitError>(
@@ -160,7 +160,7 @@ TEST(OnnxHostile, MaxIterationsBoundsAScanBeforeItRuns) {
   GraphBuilder g("scan");
   g.input("s0", {1}).input("xs", {-1, 1}).output("sT", {1}).output("ys", {-1, 1});
   g.node("Scan", {"s0", "xs"}, {"sT", "ys"}, {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 16), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 16), "m.onnx");
   Tape tape;
   const Tensor s0 = zeros({1}, DType::float64), xs = ones({11, 1}, DType::float64);
   const std::map<std::string, Var> feed{{"s0", s0}, {"xs", xs}};
@@ -170,7 +170,7 @@ TEST(OnnxHostile, MaxIterationsBoundsAScanBeforeItRuns) {
 }
 
 TEST(OnnxHostile, CancelFromAnotherThread) {
-  const auto model = onnx::load_from_bytes(endless_loop_model(), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(endless_loop_model(), "m.onnx");
   Tape tape;
   const Var h0 = tape.variable(random_tensor({4}, 2)), huge = tape.constant(int64_scalar(kHuge));
   const auto before = tape.size();
@@ -196,7 +196,7 @@ TEST(OnnxHostile, CancelFromAnotherThread) {
 // address space of their own, so this runs in the plain build only.)
 TEST(OnnxHostileDeathTest, LoopThatExhaustsMemoryIsAMemoryError) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto model = onnx::load_from_bytes(endless_loop_model(), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(endless_loop_model(), "m.onnx");
   const auto exhaust_memory = [&] {
         rlimit limit{};
     getrlimit(RLIMIT_AS, &limit);
@@ -244,7 +244,7 @@ TEST(OnnxHostile, LastStepShortcutResolvesNamesInTheReadersScope) {
   g.output("branch", {}, TensorProto::INT64).output("first", {1});
   g.node("If", {"flag"}, {"branch"}, {graph_attribute("then_branch", defines_idx.graph()), graph_attribute("else_branch", other.graph())})
       .node("If", {"flag"}, {"first"}, {graph_attribute("then_branch", reads_idx.graph()), graph_attribute("else_branch", no_scan.graph())});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 16), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 16), "m.onnx");
   Tape tape;
   const Tensor xs = int64_tensor({1, 2, 3}).to(DType::float64).view({3, 1});
   for (const bool keep_last : {true, false}) {
@@ -258,9 +258,9 @@ TEST(OnnxHostile, LastStepShortcutResolvesNamesInTheReadersScope) {
 TEST_F(OnnxHostileFiles, EmptyFileAndDirectoryAreIOErrors) {
   const auto empty = file("empty.onnx").string();
   std::ofstream(empty).close();
-  expect_error<IOError>([&] { onnx::load(empty); }, {"onnx::load", "empty.onnx", "empty"});
-  expect_error<IOError>([&] { onnx::load(dir_.string()); }, {"onnx::load", "not a regular file"});
-  expect_error<IOError>([&] { onnx::load_from_bytes("", "bytes"); }, {"bytes", "empty"});
+  expect_error<IOError>([&] { onnx_io::load(empty); }, {"onnx_io::load", "empty.onnx", "empty"});
+  expect_error<IOError>([&] { onnx_io::load(dir_.string()); }, {"onnx_io::load", "not a regular file"});
+  expect_error<IOError>([&] { onnx_io::load_from_bytes("", "bytes"); }, {"bytes", "empty"});
 }
 
 TEST(OnnxHostile, NestingBeyondProtobufsLimitIsNamed) {
@@ -273,7 +273,7 @@ TEST(OnnxHostile, NestingBeyondProtobufsLimitIsNamed) {
     g.node("If", {"c"}, {"y"}, {graph_attribute("then_branch", level ? inner : leaf), graph_attribute("else_branch", leaf)});
     inner = g.graph();
   }
-  expect_error<IOError>([&] { onnx::load_from_bytes(model_bytes(inner, 13), "deep.onnx"); },
+  expect_error<IOError>([&] { onnx_io::load_from_bytes(model_bytes(inner, 13), "deep.onnx"); },
                         {"deep.onnx", "deeper than protobuf's limit of 100"});
 }
 
@@ -288,9 +288,9 @@ TEST(OnnxHostile, ExternalDataIsRefusedBeforeAnyFileIsTouched) {
     entry->set_key("location");
     entry->set_value(location);
     try {
-      onnx::load_from_bytes(model_with_initializer(t), "m.onnx");
+      onnx_io::load_from_bytes(model_with_initializer(t), "m.onnx");
       ADD_FAILURE() << "external data loaded from " << location;
-    } catch (const onnx::UnsupportedError& e) {
+    } catch (const onnx_io::UnsupportedError& e) {
       messages.push_back(e.what());
     }
   }
@@ -304,7 +304,7 @@ TEST(OnnxHostile, ExternalDataIsRefusedBeforeAnyFileIsTouched) {
 // Runs `model` on `feed` and expects E naming `mentions`; the feed's constants are put on
 // the tape first, so that what must stay unchanged is what the run itself recorded.
 template <class E>
-void expect_run_fails(const onnx::Model& model, const std::map<std::string, Tensor>& feed,
+void expect_run_fails(const onnx_io::Model& model, const std::map<std::string, Tensor>& feed,
                       std::initializer_list<std::string> mentions) {
   Tape tape;
   std::map<std::string, Var> vars;
@@ -315,7 +315,7 @@ void expect_run_fails(const onnx::Model& model, const std::map<std::string, Tens
 // ---- 5. invalid input that was silently accepted ----------------------------------------------
 
 // A model of one node `op` on inputs a and b (none if UNDEFINED) of these element types.
-onnx::Model one_node(const std::string& op, std::int32_t a_type, std::int32_t b_type, std::int32_t y_type,
+onnx_io::Model one_node(const std::string& op, std::int32_t a_type, std::int32_t b_type, std::int32_t y_type,
                      const std::vector<::onnx::AttributeProto>& attributes = {}) {
   GraphBuilder g("g");
   g.input("a", {-1}, a_type);
@@ -323,14 +323,14 @@ onnx::Model one_node(const std::string& op, std::int32_t a_type, std::int32_t b_
   g.output("y", {-1}, y_type);
   g.node(op, b_type != TensorProto::UNDEFINED ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, {"y"},
          attributes);
-  return onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  return onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
 }
 
 TEST(OnnxHostile, DuplicateAxesAreRefused) {
   GraphBuilder g("g");
   g.input("x", {3, 1, 1, 4}).input("axes", {2}, TensorProto::INT64).output("y", {-1});
   g.node("Squeeze", {"x", "axes"}, {"y"});
-  const auto squeeze_model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto squeeze_model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   const Tensor x = zeros({3, 1, 1, 4}, DType::float64);
   expect_run_fails<ValueError>(squeeze_model, {{"x", x}, {"axes", int64_tensor({1, 1})}}, {"Squeeze", "axis 1 is named twice"});
@@ -340,14 +340,14 @@ TEST(OnnxHostile, DuplicateAxesAreRefused) {
   GraphBuilder u("u");
   u.input("x", {3}).input("axes", {2}, TensorProto::INT64).output("y", {-1});
   u.node("Unsqueeze", {"x", "axes"}, {"y"});
-  const auto unsqueeze_model = onnx::load_from_bytes(model_bytes(u.graph(), 13), "m.onnx");
+  const auto unsqueeze_model = onnx_io::load_from_bytes(model_bytes(u.graph(), 13), "m.onnx");
   expect_run_fails<ValueError>(unsqueeze_model, {{"x", zeros({3}, DType::float64)}, {"axes", int64_tensor({0, 0})}}, {"Unsqueeze", "named twice"});
 
   GraphBuilder s("s");
   s.input("x", {4}).input("starts", {2}, TensorProto::INT64).input("ends", {2}, TensorProto::INT64);
   s.input("axes", {2}, TensorProto::INT64).output("y", {-1});
   s.node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
-  const auto slice_model = onnx::load_from_bytes(model_bytes(s.graph(), 13), "m.onnx");
+  const auto slice_model = onnx_io::load_from_bytes(model_bytes(s.graph(), 13), "m.onnx");
   expect_run_fails<ValueError>(slice_model, {{"x", zeros({4}, DType::float64)}, {"starts", int64_tensor({0, 1})}, {"ends", int64_tensor({3, 2})},
                      {"axes", int64_tensor({0, -1})}}, {"Slice", "named twice"});
 }
@@ -356,7 +356,7 @@ TEST(OnnxHostile, LossTargetOfAnotherShapeIsRefused) {
   GraphBuilder g("g");
   g.input("x", {-1, -1}).input("t", {-1}, TensorProto::INT64).output("y", {});
   g.node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   const Tensor x = zeros({4, 3}, DType::float64);
   // A target for 2 of the 4 rows gave a loss over a sub-block.
@@ -373,7 +373,7 @@ TEST(OnnxHostile, Opset8SequenceLensOfTheWrongShapeIsRefused) {
   g.output("sT", {-1, 1}).output("ys", {-1, -1, 1});
   g.node("Scan", {"lens", "s0", "xs"}, {"sT", "ys"},
          {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 8), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 8), "m.onnx");
   Tape tape;
   const Tensor s0 = zeros({2, 1}, DType::float64), xs = ones({2, 3, 1}, DType::float64);
   expect_run_fails<ValueError>(model, {{"lens", int64_tensor({3, 3, 3})}, {"s0", s0}, {"xs", xs}}, {"Scan", "sequence_lens", "[3]", "[2]"});
@@ -392,7 +392,7 @@ TEST(OnnxHostile, LoopBodyOutputOfAnotherElementTypeIsRefused) {
   GraphBuilder g("loop");
   g.input("M", {}, TensorProto::INT64).input("h0", {1}).output("hT", {1});
   g.node("Loop", {"M", "", "h0"}, {"hT"}, {graph_attribute("body", body.graph())});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   expect_run_fails<ValueError>(model, {{"M", int64_scalar(3)}, {"h0", ones({1}, DType::float64)}}, {"graph 'body' output 'h_next'", "DOUBLE", "int64"});
 }
@@ -442,7 +442,7 @@ TEST(OnnxHostile, RecurrentSequenceLensAndHiddenSizeAreChecked) {
   g.input("X", {3, 2, 1}).input("W", {1, -1, 1}).input("R", {1, -1, -1}).input("lens", {-1}, TensorProto::INT32);
   g.output("Y", {-1, -1, -1, -1});
   g.node("RNN", {"X", "W", "R", "", "lens"}, {"Y"}, {int_attribute("hidden_size", 2)});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 14), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 14), "m.onnx");
   const Tensor x = ones({3, 2, 1}, DType::float64), w = ones({1, 2, 1}, DType::float64), r = zeros({1, 2, 2}, DType::float64);
   // Three lengths for a batch of two: the third was read by nothing, and no error said so.
   expect_run_fails<ValueError>(model, {{"X", x}, {"W", w}, {"R", r}, {"lens", int64_tensor({3, 2, 1})}},
@@ -466,7 +466,7 @@ TEST(OnnxHostile, NarrowIntegersOutOfTheirRangeInInt32DataAreRefused) {
   t.set_data_type(TensorProto::INT8);
   t.add_dims(1);
   t.add_int32_data(1000);  // int8 holds -128..127
-  expect_error<IOError>([&] { onnx::load_from_bytes(model_with_initializer(t), "m.onnx"); },
+  expect_error<IOError>([&] { onnx_io::load_from_bytes(model_with_initializer(t), "m.onnx"); },
                         {"initializer 'c'", "the value 1000 is outside"});
 }
 
@@ -475,7 +475,7 @@ TEST(OnnxHostile, IntegerConstantsAreExact) {
   GraphBuilder g("g");
   g.output("y", {}, TensorProto::INT64);
   g.node("Constant", {}, {"y"}, {int_attribute("value_int", std::numeric_limits<std::int64_t>::max())});
-  const auto model = onnx::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
+  const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13), "m.onnx");
   Tape tape;
   EXPECT_EQ(model.run({}).at("y").value().data<std::int64_t>()[0], std::numeric_limits<std::int64_t>::max());
 }
@@ -491,7 +491,7 @@ TEST(OnnxHostile, NumScanInputsOfInt64MaxIsRefused) {
     const std::vector<std::string> inputs = opset == 8 ? std::vector<std::string>{"", "s0", "xs"} : std::vector<std::string>{"s0", "xs"};
     g.node("Scan", inputs, {"sT"},
            {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", std::numeric_limits<std::int64_t>::max())});
-    const auto model = onnx::load_from_bytes(model_bytes(g.graph(), opset), "m.onnx");
+    const auto model = onnx_io::load_from_bytes(model_bytes(g.graph(), opset), "m.onnx");
     expect_run_fails<ValueError>(model, {{"s0", zeros({2, 1}, DType::float64)}, {"xs", zeros({2, 3, 1}, DType::float64)}},
                                  {"Scan", "num_scan_inputs = 9223372036854775807 does not fit"});
   }

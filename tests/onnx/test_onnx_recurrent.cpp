@@ -84,7 +84,7 @@ Tensor gru_reference(const Feed& f, bool linear_before_reset) {
   return unsqueeze(stack(ys, 0), 1);  // [T, 1, B, H]
 }
 
-std::map<std::string, Var> run(const onnx::Model& model, const Feed& f) {
+std::map<std::string, Var> run(const onnx_io::Model& model, const Feed& f) {
   std::map<std::string, Var> feed;
   for (const auto& [name, t] : f.tensors) feed.emplace(name, t);
   return model.run(feed);
@@ -93,7 +93,7 @@ std::map<std::string, Var> run(const onnx::Model& model, const Feed& f) {
 class OnnxGruForm : public ::testing::TestWithParam<int> {};
 
 TEST_P(OnnxGruForm, MatchesOnnxEquations) {
-  const auto model = onnx::load_from_bytes(recurrent_model("GRU", "forward", 0, GetParam()));
+  const auto model = onnx_io::load_from_bytes(recurrent_model("GRU", "forward", 0, GetParam()));
   const Feed f = random_feed("GRU", 1, 0, 10);
   Tape tape;
   const auto out = run(model, f);
@@ -110,8 +110,8 @@ class OnnxRecurrentOp : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxRecurrentOp, ReverseDirectionIsForwardOnTheReversedSequence) {
   const std::string op = GetParam();
-  const auto both = onnx::load_from_bytes(recurrent_model(op, "bidirectional", 0));
-  const auto forward = onnx::load_from_bytes(recurrent_model(op, "forward", 0));
+  const auto both = onnx_io::load_from_bytes(recurrent_model(op, "bidirectional", 0));
+  const auto forward = onnx_io::load_from_bytes(recurrent_model(op, "forward", 0));
   const Feed f = random_feed(op, 2, 0, 20);
   Feed second;
   const Tensor reversed_time = tensor({2, 1, 0}, DType::int64);
@@ -127,7 +127,7 @@ TEST_P(OnnxRecurrentOp, ReverseDirectionIsForwardOnTheReversedSequence) {
 TEST_P(OnnxRecurrentOp, GradientsMatchFiniteDifferences) {
   const std::string op = GetParam();
   for (const std::int64_t layout : {0, 1}) {
-    const auto model = onnx::load_from_bytes(recurrent_model(op, "bidirectional", layout));
+    const auto model = onnx_io::load_from_bytes(recurrent_model(op, "bidirectional", layout));
     const Feed f = random_feed(op, 2, layout, 30 + static_cast<std::uint64_t>(layout));
     std::vector<std::string> names;
     std::vector<Tensor> values;

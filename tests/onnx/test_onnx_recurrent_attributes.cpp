@@ -24,19 +24,19 @@ namespace fs = std::filesystem;
 const fs::path kDir = fs::path(RECUR_TEST_DATA) / "onnx_recurrent";
 
 struct Case {
-  onnx::Model model;
+  onnx_io::Model model;
   std::vector<Tensor> inputs;   // in the order of model.input_names()
   std::vector<Tensor> outputs;  // Y, Y_h (, Y_c)
 };
 
 Case load_case(const std::string& name) {
   const fs::path dir = kDir / name;
-  Case c{onnx::load((dir / "model.onnx").string()), {}, {}};
+  Case c{onnx_io::load((dir / "model.onnx").string()), {}, {}};
   const fs::path set = dir / "test_data_set_0";
   for (std::size_t k = 0; k < c.model.input_names().size(); ++k)
-    c.inputs.push_back(onnx::load_tensor((set / ("input_" + std::to_string(k) + ".pb")).string()));
+    c.inputs.push_back(onnx_io::load_tensor((set / ("input_" + std::to_string(k) + ".pb")).string()));
   for (std::size_t k = 0; k < c.model.output_names().size(); ++k)
-    c.outputs.push_back(onnx::load_tensor((set / ("output_" + std::to_string(k) + ".pb")).string()));
+    c.outputs.push_back(onnx_io::load_tensor((set / ("output_" + std::to_string(k) + ".pb")).string()));
   return c;
 }
 
@@ -117,17 +117,17 @@ std::string rnn_with_activations(const std::vector<std::string>& activations) {
 }
 
 TEST(OnnxRecurrentAttributes, ActivationsOutsideOnnxListAreUnsupported) {
-  const auto model = onnx::load_from_bytes(rnn_with_activations({"Gelu"}), "rnn_gelu");
+  const auto model = onnx_io::load_from_bytes(rnn_with_activations({"Gelu"}), "rnn_gelu");
   Tape tape;
   const std::map<std::string, Var> feed{{"X", random_tensor({3, 2, 2}, 1)}, {"W", random_tensor({1, 2, 2}, 2)},
                                         {"R", random_tensor({1, 2, 2}, 3)}};
   const auto before = tape.size();
-  expect_error<onnx::UnsupportedError>([&] { model.run(feed); }, {"rnn_gelu", "RNN", "activation 'Gelu'", "Softplus"});
+  expect_error<onnx_io::UnsupportedError>([&] { model.run(feed); }, {"rnn_gelu", "RNN", "activation 'Gelu'", "Softplus"});
   EXPECT_EQ(tape.size(), before);
-  const auto two = onnx::load_from_bytes(rnn_with_activations({"Tanh", "Relu"}), "rnn_two");
+  const auto two = onnx_io::load_from_bytes(rnn_with_activations({"Tanh", "Relu"}), "rnn_two");
   expect_error<ValueError>([&] { two.run(feed); }, {"rnn_two", "activations names 2 functions", "1 per direction"});
   // Names match without regard to case, as in ONNX Runtime.
-  const auto lower = onnx::load_from_bytes(rnn_with_activations({"softsign"}), "rnn_softsign");
+  const auto lower = onnx_io::load_from_bytes(rnn_with_activations({"softsign"}), "rnn_softsign");
   const Var y = lower.run(feed).at("Y");
   const Tensor x = feed.at("X").value(), w = feed.at("W").value()[0], r = feed.at("R").value()[0];
   const Tensor pre = matmul(x[0], transpose(w));  // the first step, from h0 = 0

@@ -1,4 +1,4 @@
-// recur::onnx::save of an imported model (model.hpp): every initializer, in body graphs
+// recur::onnx_io::save of an imported model (model.hpp): every initializer, in body graphs
 // too, written with its parameter's current value in its own element type; the written file
 // passes onnx::checker and, loaded again, gives the trained model's outputs (not the
 // untrained ones); an integer parameter its element type cannot hold, and an unwritable
@@ -46,7 +46,7 @@ std::string scan_model_with_initializers() {
   return model_bytes(g.graph(), 13);
 }
 
-Tensor output_of(const onnx::Model& model, const Tensor& h0, const Tensor& xs) {
+Tensor output_of(const onnx_io::Model& model, const Tensor& h0, const Tensor& xs) {
   Tape tape;
   return model.run({{"h0", h0}, {"xs", xs}}).at("y").value();
 }
@@ -54,7 +54,7 @@ Tensor output_of(const onnx::Model& model, const Tensor& h0, const Tensor& xs) {
 class OnnxSave : public TempDirTest {};
 
 TEST_F(OnnxSave, WritesTheTrainedInitializersAndLoadsBackToTheTrainedOutputs) {
-  const onnx::Model model = onnx::load_from_bytes(scan_model_with_initializers(), "scan");
+  const onnx_io::Model model = onnx_io::load_from_bytes(scan_model_with_initializers(), "scan");
   const Tensor h0 = random_tensor({3}, 1), xs = random_tensor({4, 3}, 2);
   const Tensor untrained = output_of(model, h0, xs);
 
@@ -69,9 +69,9 @@ TEST_F(OnnxSave, WritesTheTrainedInitializersAndLoadsBackToTheTrainedOutputs) {
   ASSERT_GT(max(abs(trained - untrained)).item(), 1e-3) << "the step did not change the model";
 
   const auto path = file("trained.onnx");
-  onnx::save(path, model);
+  onnx_io::save(path, model);
   EXPECT_NO_THROW(::onnx::checker::check_model(path.string()));
-  const onnx::Model reloaded = onnx::load(path.string());
+  const onnx_io::Model reloaded = onnx_io::load(path.string());
   expect_near(output_of(reloaded, h0, xs), trained, 0.0);
   for (const char* name : {"W", "V", "axes", "scale"})
     expect_near(reloaded.parameter(name).value(), model.parameter(name).value(), 0.0);
@@ -94,27 +94,27 @@ TEST_F(OnnxSave, Float32InitializersRoundTripExactly) {
   w.add_dims(4);
   for (int i = 0; i < 12; ++i) w.add_float_data(0.1f * static_cast<float>(i) - 0.5f);
   g.initializer(w).node("MatMul", {"x", "W"}, {"y"});
-  const onnx::Model model = onnx::load_from_bytes(model_bytes(g.graph(), 13));
+  const onnx_io::Model model = onnx_io::load_from_bytes(model_bytes(g.graph(), 13));
   Generator gen(3);
   Shared trained_w = model.parameter("W");
   trained_w.assign(normal({3, 4}, 0.0, 1.0, gen, DType::float32));
-  onnx::save(file("f32.onnx"), model);
-  const onnx::Model reloaded = onnx::load(file("f32.onnx").string());
+  onnx_io::save(file("f32.onnx"), model);
+  const onnx_io::Model reloaded = onnx_io::load(file("f32.onnx").string());
   EXPECT_EQ(reloaded.parameter("W").value().dtype(), DType::float32);
   expect_near(reloaded.parameter("W").value(), model.parameter("W").value(), 0.0);
 }
 
 TEST_F(OnnxSave, IntegerParameterBeyondItsElementTypeIsAValueError) {
-  const onnx::Model model = onnx::load_from_bytes(scan_model_with_initializers(), "scan");
+  const onnx_io::Model model = onnx_io::load_from_bytes(scan_model_with_initializers(), "scan");
   Shared scale = model.parameter("scale");
   scale.assign(full({1}, 300.0, DType::int64));
-  expect_error<ValueError>([&] { onnx::save(file("bad.onnx"), model); }, {"scale", "300", "element type"});
+  expect_error<ValueError>([&] { onnx_io::save(file("bad.onnx"), model); }, {"scale", "300", "element type"});
   EXPECT_FALSE(std::filesystem::exists(file("bad.onnx")));
 }
 
 TEST_F(OnnxSave, UnwritablePathIsAnIOError) {
-  const onnx::Model model = onnx::load_from_bytes(scan_model_with_initializers(), "scan");
-  expect_error<IOError>([&] { onnx::save(file("no_such_dir") / "m.onnx", model); }, {"no_such_dir"});
+  const onnx_io::Model model = onnx_io::load_from_bytes(scan_model_with_initializers(), "scan");
+  expect_error<IOError>([&] { onnx_io::save(file("no_such_dir") / "m.onnx", model); }, {"no_such_dir"});
 }
 
 }  // namespace

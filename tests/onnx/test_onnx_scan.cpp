@@ -51,7 +51,7 @@ std::pair<Tensor, Tensor> elman_loop(const Tensor& h0, const Tensor& xs, const T
   return {h, stack(ys, 0)};
 }
 
-void expect_gradients_match(const onnx::Model& model, const std::vector<Tensor>& values, const char* output) {
+void expect_gradients_match(const onnx_io::Model& model, const std::vector<Tensor>& values, const char* output) {
   const auto f = [&](std::span<const Var> xs) { return model.run({{"h0", xs[0]}, {"xs", xs[1]}, {"W", xs[2]}}).at(output); };
   const auto report = check_gradients(f, values);
   EXPECT_TRUE(report.ok) << output << ": " << report.failure;
@@ -60,7 +60,7 @@ void expect_gradients_match(const onnx::Model& model, const std::vector<Tensor>&
 class OnnxScanOpset : public ::testing::TestWithParam<std::int64_t> {};
 
 TEST_P(OnnxScanOpset, ElmanLoopMatchesRecurOpsAndFiniteDifferences) {
-  const auto model = onnx::load_from_bytes(elman_model(GetParam(), {3}, {4, 3}, {}));
+  const auto model = onnx_io::load_from_bytes(elman_model(GetParam(), {3}, {4, 3}, {}));
   const Tensor h0 = random_tensor({3}, 1), xs = random_tensor({4, 3}, 2), W = random_tensor({3, 3}, 3);
   Tape tape;
   const auto out = model.run({{"h0", h0}, {"xs", xs}, {"W", W}});
@@ -86,9 +86,9 @@ TEST(OnnxScan, UnsupportedElementTypeIsRefusedAtLoad) {
   g.output("hT", {2}, ::onnx::TensorProto::FLOAT16).output("ys", {3, 2}, ::onnx::TensorProto::FLOAT16);
   g.node("Scan", {"h0", "xs"}, {"hT", "ys"}, {graph_attribute("body", body.graph()), int_attribute("num_scan_inputs", 1)});
   try {
-    onnx::load_from_bytes(model_bytes(g.graph(), 23), "half.onnx");
+    onnx_io::load_from_bytes(model_bytes(g.graph(), 23), "half.onnx");
     ADD_FAILURE() << "a float16 Scan loaded";
-  } catch (const onnx::UnsupportedError& e) {
+  } catch (const onnx_io::UnsupportedError& e) {
     EXPECT_NE(std::string(e.what()).find("FLOAT16"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'h0'"), std::string::npos) << e.what();
   }
@@ -96,7 +96,7 @@ TEST(OnnxScan, UnsupportedElementTypeIsRefusedAtLoad) {
 
 // Scan inputs along axis 1 taken in reverse; the scan output stacked along axis 1, prepended.
 TEST(OnnxScan, AxesAndDirections) {
-  const auto model = onnx::load_from_bytes(
+  const auto model = onnx_io::load_from_bytes(
       elman_model(16, {3}, {3, 4},
                   {ints_attribute("scan_input_axes", {1}), ints_attribute("scan_input_directions", {1}),
                    ints_attribute("scan_output_axes", {1}), ints_attribute("scan_output_directions", {1})}));
@@ -113,7 +113,7 @@ TEST(OnnxScan, AxesAndDirections) {
 
 // Opset 8: a batch axis first; each batch entry is its own loop.
 TEST(OnnxScan, Opset8BatchAxis) {
-  const auto model = onnx::load_from_bytes(elman_model(8, {2, 3}, {2, 4, 3}, {}));
+  const auto model = onnx_io::load_from_bytes(elman_model(8, {2, 3}, {2, 4, 3}, {}));
   const Tensor h0 = random_tensor({2, 3}, 7), xs = random_tensor({2, 4, 3}, 8), W = random_tensor({3, 3}, 9);
   Tape tape;
   const auto out = model.run({{"h0", h0}, {"xs", xs}, {"W", W}});
@@ -129,14 +129,14 @@ TEST(OnnxScan, Opset8BatchAxis) {
 // into it the gradient that feeding the same values as inputs gives.
 TEST(OnnxScan, InitializerReadByTheBodyIsATrainedParameter) {
   const Tensor h0 = random_tensor({3}, 10), xs = random_tensor({4, 3}, 11), W = random_tensor({3, 3}, 12);
-  const auto model = onnx::load_from_bytes(elman_model(16, {3}, {4, 3}, {}, W));
+  const auto model = onnx_io::load_from_bytes(elman_model(16, {3}, {4, 3}, {}, W));
   ASSERT_EQ(model.parameters().size(), 1u);
   const Shared& param = model.parameter("W");
   {
     Tape tape;
     tape.backward(sum(model.run({{"h0", h0}, {"xs", xs}}).at("ys")));
   }
-  const auto fed = onnx::load_from_bytes(elman_model(16, {3}, {4, 3}, {}));
+  const auto fed = onnx_io::load_from_bytes(elman_model(16, {3}, {4, 3}, {}));
   Tape tape;
   const Var w = tape.variable(W);
   const Var g = grad(sum(fed.run({{"h0", h0}, {"xs", xs}, {"W", w}}).at("ys")), w);
@@ -174,7 +174,7 @@ struct LastReadRun {
   std::size_t stacked_bytes = 0;   // the memory report's concat row: the stacked scan outputs (stack = concat)
 };
 
-LastReadRun run_last_reads(const onnx::Model& model, const Tensor& h0, const Tensor& xs, const Tensor& W,
+LastReadRun run_last_reads(const onnx_io::Model& model, const Tensor& h0, const Tensor& xs, const Tensor& W,
                            bool keep_last) {
   Tape tape;
   const Var vh0 = tape.variable(h0), vxs = tape.variable(xs), vW = tape.variable(W);
@@ -193,7 +193,7 @@ LastReadRun run_last_reads(const onnx::Model& model, const Tensor& h0, const Ten
 }
 
 TEST(OnnxScan, OutputsReadOnlyAtTheLastStepKeepOneStep) {
-  const auto model = onnx::load_from_bytes(last_read_model());
+  const auto model = onnx_io::load_from_bytes(last_read_model());
   const Tensor h0 = random_tensor({3}, 13), W = random_tensor({3, 3}, 14);
   for (const std::int64_t steps : {3, 4}) {  // with 4 steps the Slice [2:3] is not the last step
     const Tensor xs = random_tensor({steps, 3}, 15);
@@ -229,7 +229,7 @@ TEST(OnnxScan, Opset8SequenceLensShorterThanTheSequence) {
     shape->set_elem_type(::onnx::TensorProto::INT64);
     shape->mutable_shape()->mutable_dim(0)->set_dim_value(2);
     shape->mutable_shape()->mutable_dim()->RemoveLast();
-    const auto model = onnx::load_from_bytes(proto.SerializeAsString());
+    const auto model = onnx_io::load_from_bytes(proto.SerializeAsString());
     const Tensor h0 = random_tensor({2, 3}, 16), xs = random_tensor({2, 4, 3}, 17), W = random_tensor({3, 3}, 18);
     const Tensor lens = int64_tensor({4, 2});
     Tape tape;

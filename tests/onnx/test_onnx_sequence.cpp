@@ -32,7 +32,7 @@ std::string sequence_model() {
 }
 
 TEST(OnnxSequence, OpsMatchRecurOpsAndFiniteDifferences) {
-  const auto model = onnx::load_from_bytes(sequence_model());
+  const auto model = onnx_io::load_from_bytes(sequence_model());
   Generator gen(1);
   const Tensor x = normal({4, 2}, 0.0, 1.0, gen, DType::float64);
   {

@@ -40,7 +40,7 @@ class TorchOnnxModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TorchOnnxModel, OutputsAndEveryGradientEqualPyTorchs) {
   const fs::path dir = kDir / GetParam();
-  const onnx::Model model = onnx::load((dir / "model.onnx").string());
+  const onnx_io::Model model = onnx_io::load((dir / "model.onnx").string());
   ASSERT_TRUE(model.parameters().empty()) << "the weights should be graph inputs";
   const double rtol = GetParam().ends_with("float64") ? 1e-10 : 1e-5;
 
@@ -71,9 +71,9 @@ struct ScriptedLoopRun {
   std::int64_t steps = 0;
 };
 
-ScriptedLoopRun run_scripted_loop(const onnx::RunOptions& options) {
+ScriptedLoopRun run_scripted_loop(const onnx_io::RunOptions& options) {
   const fs::path dir = kDir / "scripted_loop_float64";
-  const onnx::Model model = onnx::load((dir / "model.onnx").string());
+  const onnx_io::Model model = onnx_io::load((dir / "model.onnx").string());
   Tape tape;
   std::map<std::string, Var> feed;
   for (const std::string& name : model.input_names()) feed.emplace(name, tape.variable(load_npy(dir / (name + ".npy"))));

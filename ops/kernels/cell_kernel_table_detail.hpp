@@ -1,0 +1,74 @@
+#pragma once
+// Internal: the elementwise kernels of the recurrent cells (cell_kernels_detail.hpp) and the
+// sigmoid and tanh rows (fast_math_detail.hpp) as a table of function pointers, one table
+// per instruction set they were compiled for:
+//   portable: cell_kernels_portable.cpp, the target's baseline (SSE2 on x86-64);
+//   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64: the exp and select
+//             loops vectorize 8 floats wide with AVX2's integer ops, about 2x faster
+//             (bench/bench_cell_kernels.cpp).
+// Both files are compiled with -ffp-contract=off (CMakeLists.txt), so neither contracts
+// a * b + c into a fused multiply-add whatever -march a user builds with: the two tables
+// perform the same IEEE operations in the same order and give the same bits (a NaN's sign
+// aside), so results do not depend on the CPU. Which table runs: cell_kernel_choice_detail.hpp.
+//
+// This header may include kernel headers only: cell_kernels_avx2.cpp includes it.
+#include <cstdint>
+
+#include <recur/ops/kernels/fast_math_detail.hpp>
+#include <recur/ops/kernels/cell_kernels_detail.hpp>
+
+namespace recur::nn::detail {
+
+// The types are spelled out (not decltype of the kernels) so that they name nothing that
+// differs between the files: the kernels' own names do (kernel_isa_detail.hpp).
+template <class T>
+struct KernelTable {
+  using I = std::int64_t;
+  struct Lstm {
+    void (*activations)(const T* pre, T* act, I n);
+    void (*cell_update)(const T* act, const T* c_prev, T* c, I n);
+    void (*forward)(const T* pre, T* act, const T* c_prev, T* c, T* h, T* tanh_c, I n);
+    void (*backward)(T* act, const T* c_prev, const T* c, const T* dh, T* dc, T* tanh_c, I n);
+  } lstm;
+  struct Rnn {
+    void (*forward)(T* pre, I count, Nonlinearity act);
+    void (*backward)(const T* h, const T* dh, T* dpre, I count, Nonlinearity act);
+  } rnn;
+  struct Gru {
+    void (*reset_update)(const T* x, const T* hp, T* act, I n);
+    void (*candidate)(const T* x, const T* hp_n, T* act, bool scaled, I n);
+    void (*blend)(const T* act, const T* h, T* h_next, I n);
+    void (*forward)(const T* x, const T* hp, const T* h, T* h_next, T* act, I n);
+    void (*backward_blend)(T* act, const T* h, const T* dh_next, T* dh, I n);
+    void (*backward_reset_scaled)(T* act, const T* hp_n, T* dhp_n, I n);
+    void (*backward_reset_inner)(T* act, const T* d_rh, const T* h, T* dh, I n);
+    void (*backward)(const T* x, const T* hp, const T* h, const T* dh_next, T* dx, T* dhp, T* dh, I n);
+  } gru;
+  void (*sigmoid_row)(const T* a, const T* b, T* out, I n);
+  void (*tanh_row)(const T* a, T* out, I n);
+};
+
+inline namespace RECUR_KERNEL_ISA {
+// The table of the instruction set this file is compiled for.
+template <class T>
+constexpr KernelTable<T> this_isa_kernels() {
+  using L = LstmKernel<T>;
+  using R = RnnKernel<T>;
+  using G = GruKernel<T>;
+  return {{&L::activations, &L::cell_update, &L::forward, &L::backward},
+          {&R::forward, &R::backward},
+          {&G::reset_update, &G::candidate, &G::blend, &G::forward, &G::backward_blend, &G::backward_reset_scaled,
+           &G::backward_reset_inner, &G::backward},
+          &recur::detail::sigmoid_row<T>,
+          &recur::detail::tanh_row<T>};
+}
+}  // namespace RECUR_KERNEL_ISA
+
+// Each instruction set's table (cell_kernels_<isa>.cpp). avx2: null when recur was not
+// built for x86-64; call it only on a CPU that runs AVX2 (its file is compiled for one).
+template <class T>
+const KernelTable<T>& portable_kernels();
+template <class T>
+const KernelTable<T>* avx2_kernels();
+
+}  // namespace recur::nn::detail
