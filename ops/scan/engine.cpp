@@ -1,192 +1,29 @@
 #include <recur/ops/scan/engine.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
+#include <memory>
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/record.hpp>
-#include <recur/autodiff/revolve_chain_detail.hpp>
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/scan/engine_plan_detail.hpp>
 #include <recur/ops/scan/lengths_mask_detail.hpp>
+#include <recur/ops/scan/memory_policy_detail.hpp>
 #include <recur/ops/scan/scan_scope_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::scan_engine {
 namespace {
 
-std::string taps_to_string(const std::vector<std::int64_t>& taps) {
-  Shape s(taps.begin(), taps.end());
-  return to_string(s);
-}
-
-// Output j and sequence i as the face calls them.
-std::string output_name(const ScanProgram& p, std::size_t j) {
-  return p.output_name ? p.output_name(j) : "output " + std::to_string(j);
-}
-std::string sequence_name(const ScanProgram& p, std::size_t i) {
-  return p.sequence_name ? p.sequence_name(i) : "sequence " + std::to_string(i);
-}
-
-// Options that do not depend on the sequences.
-void check_options(const ScanProgram& p) {
-  if (p.n_steps == std::numeric_limits<std::int64_t>::min())  // its magnitude is no int64
-    fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " is out of range");
-  if (p.truncate_gradient < -1)
-    fail<ValueError>(p.face, "truncate_gradient = ", p.truncate_gradient,
-                     "; it is -1 (no truncation) or the number of steps to backpropagate through (>= 0)");
-  const Checkpoint& c = p.checkpoint;
-  if (c.every < 0) fail<ValueError>(p.face, "checkpoint interval ", c.every, " is negative");
-  if (c.revolve && c.snapshot_count < 1 && c.budget_bytes == 0)
-    fail<ValueError>(p.face, "Checkpoint::snapshots(", c.snapshot_count,
-                     ") or budget(0); revolve needs at least 1 snapshot, or a budget of at least 1 byte");
-  if (c.revolve && (c.every != 0 || c.automatic || (c.snapshot_count != 0 && c.budget_bytes != 0)))
-    fail<ValueError>(p.face, "the checkpoint asks for several policies (every = ", c.every, ", automatic = ",
-                     c.automatic, ", snapshots = ", c.snapshot_count, ", budget = ", c.budget_bytes,
-                     " bytes); choose one");
-}
-
-// Taps lie within +-2^62, so that the offsets computed from them (their negation, the sum
-// of the furthest back and the furthest ahead) stay inside int64.
-constexpr std::int64_t kMaxTap = std::int64_t{1} << 62;
-
-// How many past values of a fed-back output its taps read.
-std::int64_t max_lag(const OutputSpec& o) { return -*std::min_element(o.taps.begin(), o.taps.end()); }
-
-// Where a sequence's taps put iteration 0: Theano pretends tap 0 is always present, so a
-// sequence with taps [-4, 0] starts at its 5th element and one with [2] at its 1st.
-struct SequencePlan {
-  const SequenceSpec* spec;
-  std::int64_t axis;
-  std::int64_t first;  // element of tap 0 at iteration 0 (= -min(taps, 0))
-  std::int64_t steps;  // iterations the sequence can feed
-};
-
-struct OutputPlan {
-  const OutputSpec* spec;
-  bool fed_back;                   // has an initial state and taps
-  std::vector<Var> history;        // initial entries, then one value per iteration
-  std::optional<Shape> shape;      // every step must produce this shape...
-  DType dtype = DType::float32;    // ...and dtype
-  std::vector<Var> values;         // Keep::all
-  std::vector<Tensor> plain;       // Keep::all without a gradient (NoGrad runs)
-};
-
-Tape& tape_of(const ScanProgram& p) {
-  for (const auto& s : p.sequences)
-    if (s.data.defined()) return s.data.tape();
-  for (const auto& o : p.outputs)
-    if (o.initial.defined()) return o.initial.tape();
-  for (const auto& v : p.non_sequences)
-    if (v.defined()) return v.tape();
-  return Tape::current();
-}
-
-std::vector<SequencePlan> plan_sequences(const ScanProgram& p) {
-  std::vector<SequencePlan> plans;
-  for (std::size_t i = 0; i < p.sequences.size(); ++i) {
-    const SequenceSpec& s = p.sequences[i];
-    if (!s.data.defined()) fail<ValueError>(p.face, sequence_name(p, i), " is an undefined Var");
-    if (s.taps.empty()) fail<ValueError>(p.face, sequence_name(p, i), " has no taps");
-    if (s.data.rank() == 0)
-      fail<ShapeError>(p.face, sequence_name(p, i), " is 0-d; a sequence needs a time axis");
-    const std::int64_t axis = normalize_axis(p.face, s.axis, s.data.shape(), "sequence axis");
-    const auto [lo, hi] = std::minmax_element(s.taps.begin(), s.taps.end());
-    if (*lo < -kMaxTap || *hi > kMaxTap)
-      fail<ValueError>(p.face, sequence_name(p, i), " has taps ", taps_to_string(s.taps), " beyond +-2^62");
-    const std::int64_t first = -std::min<std::int64_t>(*lo, 0), last = std::max<std::int64_t>(*hi, 0);
-    const std::int64_t steps = std::max<std::int64_t>(0, s.data.size(axis) - first - last);
-    plans.push_back({&s, axis, first, steps});
-  }
-  return plans;
-}
-
-// "xs[0] of shape [3, 2]" and, for sequences with more than one axis, " along axis 0".
-std::string sequence_shape(const ScanProgram& p, std::size_t i) {
-  return sequence_name(p, i) + " of shape " + to_string(p.sequences[i].data.shape());
-}
-std::string along_axis(const SequencePlan& s) {
-  return s.spec->data.rank() > 1 ? " along axis " + std::to_string(s.axis) : "";
-}
-
-// Lengths::equal: one length for all, which n_steps (if given) must be.
-std::int64_t count_equal_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
-  if (p.n_steps && *p.n_steps < 0) fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " is negative");
-  if (seqs.empty()) return *p.n_steps;
-  const std::int64_t n = seqs[0].steps;
-  if (std::any_of(seqs.begin(), seqs.end(), [n](const auto& s) { return s.steps != n; })) {
-    std::string lengths;
-    for (std::size_t i = 0; i < seqs.size(); ++i)
-      lengths += (i ? "; " : "") + sequence_shape(p, i) + " has " + std::to_string(seqs[i].steps) +
-                 along_axis(seqs[i]);
-    fail<ValueError>(p.face, p.sequences_name, " differ in length: ", lengths);
-  }
-  if (p.n_steps && *p.n_steps != n)
-    fail<ValueError>(p.face, p.n_steps_name, " = ", *p.n_steps, " disagrees with ", p.sequences_name, ": ",
-                     sequence_shape(p, 0), " has length ", n, along_axis(seqs[0]));
-  return n;
-}
-
-// Lengths::shortest: the shortest sequence, or fewer steps when n_steps asks for them.
-std::int64_t count_shortest_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
-  if (seqs.empty()) return std::abs(*p.n_steps);
-  const auto shortest = std::min_element(seqs.begin(), seqs.end(),
-                                         [](const auto& a, const auto& b) { return a.steps < b.steps; });
-  if (!p.n_steps) return shortest->steps;
-  const std::int64_t wanted = std::abs(*p.n_steps);
-  if (wanted > shortest->steps)
-    fail<ValueError>(p.face, sequence_shape(p, static_cast<std::size_t>(shortest - seqs.begin())), " with taps ",
-                     taps_to_string(shortest->spec->taps), " feeds only ", shortest->steps, " steps, fewer than ",
-                     p.n_steps_name, " = ", wanted);
-  return wanted;
-}
-
-// The number of iterations: the one place that checks the sequences' lengths.
-std::int64_t count_steps(const ScanProgram& p, const std::vector<SequencePlan>& seqs) {
-  if (seqs.empty() && !p.n_steps)
-    fail<ValueError>(p.face, "without ", p.sequences_name, ", ", p.n_steps_name, " is required");
-  return p.lengths == Lengths::equal ? count_equal_steps(p, seqs) : count_shortest_steps(p, seqs);
-}
-
-std::vector<OutputPlan> plan_outputs(const ScanProgram& p) {
-  std::vector<OutputPlan> plans;
-  for (std::size_t j = 0; j < p.outputs.size(); ++j) {
-    const OutputSpec& o = p.outputs[j];
-    OutputPlan plan{&o, o.initial.defined(), {}, {}, DType::float32, {}, {}};
-    if (plan.fed_back) {
-      if (o.taps.empty()) fail<ValueError>(p.face, output_name(p, j), " has an initial state but no taps");
-      for (auto k : o.taps)
-        if (k >= 0 || k < -kMaxTap)
-          fail<ValueError>(p.face, output_name(p, j), " has tap ", k,
-                           "; output taps must be negative (past values), and within 2^62");
-      const std::int64_t k_max = max_lag(o);
-      const Shape& s = o.initial.shape();
-      if (o.initial_has_tap_axis) {
-        if (s.empty() || s[0] < k_max)
-          fail<ShapeError>(p.face, "the initial state of ", output_name(p, j), " has shape ", to_string(s),
-                           "; taps ", taps_to_string(o.taps), " need a leading axis of at least ", k_max);
-        plan.shape = s;  // without the tap axis (erase: GCC 12 misreads the iterator-range copy)
-        plan.shape->erase(plan.shape->begin());
-      } else {
-        if (k_max != 1)
-          fail<ValueError>(p.face, output_name(p, j), " uses taps ", taps_to_string(o.taps),
-                           "; an initial state without a tap axis only serves tap -1");
-        plan.shape = s;
-      }
-      plan.dtype = o.initial.dtype();
-    }
-    plans.push_back(std::move(plan));
-  }
-  return plans;
-}
-
-std::int64_t checkpoint_interval(const Checkpoint& c, std::int64_t steps) {
-  if (c.automatic) return std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(steps))));
-  return c.every;  // >= 0: check_options
-}
+using detail::max_lag;
+using detail::output_name;
+using detail::OutputPlan;
+using detail::sequence_name;
+using detail::SequencePlan;
 
 // Pops the scan's scope from the tape however the run ends.
 struct ScopeGuard {
@@ -194,37 +31,11 @@ struct ScopeGuard {
   ~ScopeGuard() { TapeAccess::pop_scope(tape); }
 };
 
-// The revolve chain of a recorded run (Checkpoint::snapshots or budget); a run that fails
-// takes it off the tape with its nodes.
-class ChainGuard {
- public:
-  ChainGuard(Tape& tape, std::uint32_t begin, const Checkpoint& c, std::int64_t steps)
-      : tape_(tape),
-        chain_(&TapeAccess::begin_chain(tape, begin, {.snapshots = c.snapshot_count,
-                                                      .budget_bytes = c.budget_bytes,
-                                                      .planned_steps = steps})) {}
-  ChainGuard(const ChainGuard&) = delete;
-  ChainGuard& operator=(const ChainGuard&) = delete;
-  ~ChainGuard() {
-    if (!finished_) TapeAccess::drop_chain(tape_, chain_);
-  }
-  detail::Chain& operator*() const { return *chain_; }
-  void finish(const std::vector<std::uint32_t>& keep) {
-    chain_->finish(keep);
-    finished_ = true;
-  }
-
- private:
-  Tape& tape_;
-  detail::Chain* chain_;
-  bool finished_ = false;
-};
-
-class Run {
+class Run final : private detail::LoopState {
  public:
   Run(const StepFn& step, const ScanProgram& p, Tape& tape)
-      : step_(step), p_(p), tape_(tape), seqs_(plan_sequences(p)), outs_(plan_outputs(p)) {
-    steps_ = count_steps(p, seqs_);
+      : step_(step), p_(p), tape_(tape), seqs_(detail::plan_sequences(p)), outs_(detail::plan_outputs(p)) {
+    steps_ = detail::count_steps(p, seqs_);
     from_own_end_ = p.backwards;
     reversed_ = p.n_steps && *p.n_steps < 0;
     for (std::size_t i = 0; i < p.non_sequences.size(); ++i)
@@ -246,33 +57,20 @@ class Run {
     if (steps_ == 0 && p_.infer_extra_outputs) probe();
     const bool recording = grad_enabled();
     base_ = tape_.size();
-    const bool revolve = recording && p_.checkpoint.revolve;
-    const std::int64_t every = recording && !revolve ? checkpoint_interval(p_.checkpoint, steps_) : 0;
-    std::optional<ChainGuard> chain;
-    if (revolve) chain.emplace(tape_, base_, p_.checkpoint, steps_);
-    std::uint32_t segment_begin = tape_.size();
+    const std::unique_ptr<detail::MemoryPolicy> policy =
+        detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
     std::vector<std::uint32_t> iteration_begin;
     std::int64_t t = 0;
     for (; t < steps_; ++t) {
       iteration_begin.push_back(tape_.size());
       const bool stop = iterate(t);
-      const bool last = stop || t + 1 == steps_;
-      if (!recording) {
-        compact();
-      } else if (chain) {
-        (**chain).step_recorded(tape_.size(), carried_nodes(), new_results());
-      } else if (every > 0 && (t + 1) % every == 0 && !last) {
-        TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
-        segment_begin = tape_.size();
-      }
+      policy->iteration_recorded(*this, t, stop || t + 1 == steps_);
       if (stop) {
         ++t;
         break;
       }
     }
-    if (recording && every > 0 && segment_begin < tape_.size() && t > 0)
-      TapeAccess::release_values(tape_, segment_begin, tape_.size(), live_nodes());
-    if (chain) chain->finish(live_nodes());
+    policy->loop_ended(*this, t);
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin. With
       // lengths each element's own last k steps may begin earlier (the mask gates the rest).
@@ -282,26 +80,12 @@ class Run {
       TapeAccess::cut_gradients(tape_, iteration_begin.front(),
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
-    ScanRun run = finish(t, every > 0 || revolve);
-    if (recording) note_region(t, every, chain ? (**chain).stats().snapshots : 0);
+    ScanRun run = finish(t, policy->releases());
+    // What Tape::memory_report() says about this run: its nodes, steps and policy.
+    if (recording)
+      TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face), .steps = t, .policy = policy->text()},
+                                      .begin = scope_.begin, .end = tape_.size()});
     return run;
-  }
-
-  // What Tape::memory_report() says about this run: its nodes, steps and policy (with the
-  // segment length `every` and the snapshots a revolve schedule chose).
-  void note_region(std::int64_t steps, std::int64_t every, std::int64_t snapshots) const {
-    const Checkpoint& c = p_.checkpoint;
-    std::string policy = "full tape";
-    if (c.revolve && c.snapshot_count > 0)
-      policy = "snapshots(" + std::to_string(snapshots) + ")";
-    else if (c.revolve)
-      policy = "budget(" + format_bytes(c.budget_bytes) + ") -> snapshots(" + std::to_string(snapshots) + ")";
-    else if (every > 0 && c.automatic)
-      policy = "auto_sqrt (k = " + std::to_string(every) + ")";
-    else if (every > 0)
-      policy = "every_k(" + std::to_string(every) + ")";
-    TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face), .steps = steps, .policy = policy},
-                                    .begin = scope_.begin, .end = tape_.size()});
   }
 
   // Call after the scope is popped. Implicit updates are the enclosing scan's too: a stream
@@ -490,16 +274,15 @@ class Run {
   }
 
 
-  // Nodes whose values later iterations or the results still need.
-  std::vector<std::uint32_t> live_nodes() const {
+  // ---- what the memory policy asks (memory_policy_detail.hpp) ----------------------------
+  std::vector<std::uint32_t> live_nodes() const override {
     std::vector<std::uint32_t> keep = carried_nodes();
     for (const auto& o : outs_)
       for (const auto& v : o.values) keep.push_back(v.id());
     return keep;
   }
 
-  // The state after the last iteration: what the next one reads, its outputs and updates.
-  std::vector<std::uint32_t> carried_nodes() const {
+  std::vector<std::uint32_t> carried_nodes() const override {
     std::vector<std::uint32_t> keep;
     for (const auto& o : outs_)
       if (o.fed_back) {
@@ -513,8 +296,7 @@ class Run {
     return keep;
   }
 
-  // The values the last iteration added to stacked outputs: the results keep them.
-  std::vector<std::uint32_t> new_results() const {
+  std::vector<std::uint32_t> new_results() const override {
     std::vector<std::uint32_t> ids;
     for (const auto& o : outs_)
       if (!o.values.empty()) ids.push_back(o.values.back().id());
@@ -523,7 +305,7 @@ class Run {
 
   // Without gradients nothing needs the iteration's nodes: keep the values that later
   // iterations read, drop the rest, so memory does not grow with the number of steps.
-  void compact() {
+  void compact() override {
     struct Carry {
       std::vector<Tensor> history;
       Tensor last;
@@ -634,8 +416,8 @@ class Run {
 }  // namespace
 
 ScanRun run(const StepFn& step, const ScanProgram& program) {
-  check_options(program);
-  Tape& tape = tape_of(program);
+  detail::check_options(program);
+  Tape& tape = detail::tape_of(program);
   return transactional(tape, [&] {
     Run r(step, program, tape);
     ScanRun out = r();
