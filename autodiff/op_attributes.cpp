@@ -7,6 +7,11 @@
 
 namespace recur {
 
+OpAttributes::OpAttributes(std::initializer_list<OpAttribute> items) {
+  items_.reserve(items.size());
+  for (const OpAttribute& a : items) items_.push_back(a);
+}
+
 bool OpAttributes::has(std::string_view name) const {
   return std::any_of(items_.begin(), items_.end(), [&](const OpAttribute& a) { return a.name == name; });
 }

@@ -29,7 +29,9 @@ struct OpAttribute {
 class OpAttributes {
  public:
   OpAttributes() = default;
-  OpAttributes(std::initializer_list<OpAttribute> items) : items_(items.begin(), items.end()) {}
+  // Out of line: inlined into each op, GCC's sanitizer builds misreport the variant's copy
+  // as maybe-uninitialized.
+  OpAttributes(std::initializer_list<OpAttribute> items);
 
   // ValueError naming `op` and the attribute when it is missing or holds another type.
   template <class T>

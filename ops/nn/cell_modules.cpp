@@ -6,9 +6,9 @@
 namespace recur::nn {
 
 CellModule::CellModule(CellKind kind, const CellOptions& options, Generator& gen) : options_(options) {
-  const std::string_view name = kind == CellKind::lstm ? "LSTMCell" : (kind == CellKind::gru ? "GRUCell" : "RNNCell");
+  const std::string_view name = describe(kind).cell;
   check_recurrent_sizes(name, options.input_size, options.hidden_size, 1, options.dtype);
-  weights_ = add_cell_parameters("", kind, options.input_size, options.hidden_size, options.bias, gen, options.dtype);
+  weights_ = add_cell_parameters("", kind, {options.input_size, options.hidden_size, 0}, options.bias, gen, options.dtype);
 }
 
 Var CellModule::state_or_zeros(const Var& x, const Var& state) const {

@@ -9,22 +9,24 @@ namespace recur::nn {
 
 CellWeights CellParameters::read(Tape& tape) const {
   auto on_tape = [&](const Shared& s) { return s.defined() ? tape.read(s) : Var(); };
-  return {on_tape(w_ih), on_tape(w_hh), on_tape(b_ih), on_tape(b_hh)};
+  return {on_tape(w_ih), on_tape(w_hh), on_tape(b_ih), on_tape(b_hh), on_tape(w_hr)};
 }
 
-CellParameters RecurrentModule::add_cell_parameters(const std::string& suffix, CellKind kind,
-                                                    std::int64_t input_size, std::int64_t hidden_size, bool bias,
-                                                    Generator& gen, DType dtype) {
-  const std::int64_t gates = kind == CellKind::lstm ? 4 : (kind == CellKind::gru ? 3 : 1);
-  const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
-  auto draw = [&](const Shape& shape) { return init::uniform(shape, gen, -k, k, dtype); };
+Shared& CellParameters::named(std::string_view name) {
+  if (name == "weight_ih") return w_ih;
+  if (name == "weight_hh") return w_hh;
+  if (name == "bias_ih") return b_ih;
+  if (name == "bias_hh") return b_hh;
+  if (name == "weight_hr") return w_hr;
+  fail<ValueError>("CellParameters", "no parameter named '", name, "'");
+}
+
+CellParameters RecurrentModule::add_cell_parameters(const std::string& suffix, CellKind kind, const CellSizes& sizes,
+                                                    bool bias, Generator& gen, DType dtype) {
+  const double k = 1.0 / std::sqrt(static_cast<double>(sizes.hidden));
   CellParameters p;
-  p.w_ih = register_parameter("weight_ih" + suffix, draw({gates * hidden_size, input_size}));
-  p.w_hh = register_parameter("weight_hh" + suffix, draw({gates * hidden_size, hidden_size}));
-  if (bias) {
-    p.b_ih = register_parameter("bias_ih" + suffix, draw({gates * hidden_size}));
-    p.b_hh = register_parameter("bias_hh" + suffix, draw({gates * hidden_size}));
-  }
+  for (const CellParameterSpec& spec : cell_parameter_specs(kind, sizes, bias))
+    p.named(spec.name) = register_parameter(spec.name + suffix, init::uniform(spec.shape, gen, -k, k, dtype));
   return p;
 }
 

@@ -15,17 +15,20 @@ namespace recur::nn {
 
 struct CellParameters {
   Shared w_ih, w_hh, b_ih, b_hh;  // biases null when the module has none
+  Shared w_hr;                    // a projected LSTM's weight_hr, else null
+  // The member under PyTorch's name (cell_parameter_specs): weight_ih, ..., weight_hr.
+  Shared& named(std::string_view name);
   // The values as Vars on `tape` (what the cell functions take).
   CellWeights read(Tape& tape) const;
 };
 
 class RecurrentModule : public Module {
  protected:
-  // Registers weight_ih<suffix> [G*H, I], weight_hh<suffix> [G*H, H] and, with `bias`,
-  // bias_ih<suffix> and bias_hh<suffix> [G*H], drawn from `gen` in that order; G is the
-  // number of gates of `kind` (1, 4 or 3).
-  CellParameters add_cell_parameters(const std::string& suffix, CellKind kind, std::int64_t input_size,
-                                     std::int64_t hidden_size, bool bias, Generator& gen, DType dtype);
+  // Registers the parameters of cell_parameter_specs (cell_kind.hpp) under their names +
+  // `suffix`, drawn from `gen` in that order: weight_ih [G*H, I], weight_hh [G*H, h], with
+  // `bias` bias_ih and bias_hh [G*H], and with a projection weight_hr [P, H].
+  CellParameters add_cell_parameters(const std::string& suffix, CellKind kind, const CellSizes& sizes, bool bias,
+                                     Generator& gen, DType dtype);
 };
 
 // ValueError naming `module` unless the sizes are >= 1 and the dtype is floating.

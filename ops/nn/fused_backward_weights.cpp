@@ -16,12 +16,13 @@ namespace {
 // GRU: those are only the first 2H rows; W_hn's are one gemm of dn with r h_prev.
 template <class T>
 Tensor recurrent_weight_grad(const FusedGeometry& geo, const GateGradients<T>& d, const T* h, const T* h0) {
-  const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, gh = geo.gh, lo = geo.lo, count = geo.count();
+  const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, p = geo.p, gh = geo.gh, lo = geo.lo;
+  const std::int64_t count = geo.count();
   const T* dg = d.recurrent;
-  Tensor dw = zeros({gh, n}, dtype_of<T>());
+  Tensor dw = zeros({gh, p}, dtype_of<T>());
   if (count == 0) return dw;
   const std::int64_t rows = d.reset_h ? 2 * n : gh;  // the rows of W_hh that multiply h_prev
-  if (d.reset_h)
+  if (d.reset_h)  // (a GRU: p = n)
     blas::gemm(true, false, n, n, count * batch, T(1), dg + geo.first() * batch * gh + 2 * n, gh,
                d.reset_h + geo.first() * batch * n, n, T(0), dw.data<T>() + 2 * n * n, n);
   // Forward: steps t in [max(lo, 1), T) read h_{t-1}; reverse: t in [0, min(count, T-1)) read h_{t+1}.
@@ -29,11 +30,11 @@ Tensor recurrent_weight_grad(const FusedGeometry& geo, const GateGradients<T>& d
   const std::int64_t inner = geo.reverse ? std::min(count, steps - 1) : steps - t0;
   const std::int64_t from = geo.reverse ? 1 : t0 - 1;
   if (inner > 0)
-    blas::gemm(true, false, rows, n, inner * batch, T(1), dg + t0 * batch * gh, gh, h + from * batch * n, n, T(1),
-               dw.data<T>(), n);
+    blas::gemm(true, false, rows, p, inner * batch, T(1), dg + t0 * batch * gh, gh, h + from * batch * p, p, T(1),
+               dw.data<T>(), p);
   if (lo == 0) {  // the first step of the loop read h0
     const std::int64_t t = geo.time_of(0);
-    blas::gemm(true, false, rows, n, batch, T(1), dg + t * batch * gh, gh, h0, n, T(1), dw.data<T>(), n);
+    blas::gemm(true, false, rows, p, batch, T(1), dg + t * batch * gh, gh, h0, p, T(1), dw.data<T>(), p);
   }
   return dw;
 }

@@ -8,6 +8,7 @@
 #include <recur/ops/nn/fused_recurrence.hpp>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,9 +33,10 @@ namespace {
 
 using detail::FusedGeometry;
 
-// The gradients of the initial states that BackwardData yields (c0's LSTM only).
+// What BackwardData yields: the initial states' gradients (c0's an LSTM's only) and a
+// projected LSTM's dW_hr (its per-step terms need the step's dh, which only the loop has).
 struct StateGradients {
-  Tensor h0, c0;
+  Tensor h0, c0, w_hr;
 };
 
 // rows [count, ld]: the first `width` columns of each += bias (none if null).
@@ -45,17 +47,26 @@ void add_bias(T* rows, std::int64_t count, std::int64_t ld, const T* bias, std::
     for (std::int64_t j = 0; j < width; ++j) rows[b * ld + j] += bias[j];
 }
 
+// The op's inputs by role. x, w_ih, w_hh and h0 come first, in that order; c0 (an LSTM's),
+// b_ih, b_hh and w_hr (a projected LSTM's) follow, in that order, when given.
+enum class In : std::uint8_t { x, w_ih, w_hh, h0, c0, b_ih, b_hh, w_hr };
+struct InputSlots {
+  std::array<std::int8_t, 8> at{0, 1, 2, 3, -1, -1, -1, -1};  // position of each role, -1: absent
+  bool has(In r) const { return at[static_cast<std::size_t>(r)] >= 0; }
+  std::size_t operator[](In r) const { return static_cast<std::size_t>(at[static_cast<std::size_t>(r)]); }
+};
+
 struct FusedRecurrence {
   static constexpr std::string_view name = "fused_recurrence";
   FusedRecurrenceOptions options;
   std::vector<std::int64_t> lengths;  // checked options.lengths; empty: every element runs every step
-  std::int8_t c0_at = -1, b_ih_at = -1, b_hh_at = -1;  // input positions after x, w_ih, w_hh, h0
+  InputSlots slots{};
   // LSTM: the final cell state as a second output (fused_recurrence_split), not as row T.
   bool cell_apart = false;
   std::shared_ptr<detail::FusedSaved> saved = std::make_shared<detail::FusedSaved>();
 
   // The cell and its form, which optional inputs follow x, w_ih, w_hh, h0 (in the order
-  // c0, b_ih, b_hh), the lengths.
+  // c0, b_ih, b_hh, w_hr), the lengths.
   OpAttributes attributes() const {
     return {{"kind", std::string(name_of(options.kind))},
             {"nonlinearity", std::string(name_of(options.nonlinearity))},
@@ -63,13 +74,26 @@ struct FusedRecurrence {
             {"reverse", options.reverse},
             {"truncate_gradient", options.truncate_gradient},
             {"lengths", lengths},
-            {"has_c0", c0_at >= 0},
-            {"has_b_ih", b_ih_at >= 0},
-            {"has_b_hh", b_hh_at >= 0},
+            {"has_c0", slots.has(In::c0)},
+            {"has_b_ih", slots.has(In::b_ih)},
+            {"has_b_hh", slots.has(In::b_hh)},
+            {"has_w_hr", slots.has(In::w_hr)},
             {"cell_apart", cell_apart}};
   }
 
+  // Input `r` of `in` (any indexable list of the inputs), which must be given.
+  template <class List>
+  decltype(auto) arg(const List& in, In r) const {
+    return in[slots[r]];
+  }
+  // The elements of input `r`, null when it is not given.
+  template <class T>
+  const T* data(std::span<const Tensor> in, In r) const {
+    return slots.has(r) ? in[slots[r]].data<T>() : nullptr;
+  }
+
   bool lstm() const { return options.kind == CellKind::lstm; }
+  bool projected() const { return slots.has(In::w_hr); }  // h' = (o * tanh(c')) W_hr^T
   bool packs_cell() const { return lstm() && !cell_apart; }  // the output's row T is c_T
   bool gru() const { return options.kind == CellKind::gru; }
   bool keeps_activations() const { return options.kind != CellKind::rnn; }
@@ -87,7 +111,7 @@ struct FusedRecurrence {
   void drop_saved() const { *saved = detail::FusedSaved{}; }  // a released checkpoint segment: replay remakes them
 
   Tensor forward(std::span<const Tensor> in) const {
-    return dispatch_floating(name, in[0].dtype(), [&]<class T>() { return forward_as<T>(in); });
+    return dispatch_floating(name, arg(in, In::x).dtype(), [&]<class T>() { return forward_as<T>(in); });
   }
 
   template <class V>
@@ -101,12 +125,14 @@ struct FusedRecurrence {
 
  private:
   FusedGeometry geometry(std::span<const Tensor> in) const {
-    const std::int64_t steps = in[0].size(0), k = options.truncate_gradient;
+    const Tensor& x = arg(in, In::x);
+    const std::int64_t steps = x.size(0), k = options.truncate_gradient, p = arg(in, In::h0).size(1);
     return {.steps = steps,
-            .batch = in[0].size(1),
-            .width = in[0].size(2),
-            .n = in[3].size(1),
-            .gh = in[2].size(0),
+            .batch = x.size(1),
+            .width = x.size(2),
+            .n = projected() ? arg(in, In::w_hr).size(1) : p,
+            .gh = arg(in, In::w_hh).size(0),
+            .p = p,
             .reverse = options.reverse,
             .lo = k >= 0 && k < steps ? steps - k : 0};
   }
@@ -116,10 +142,9 @@ struct FusedRecurrence {
   template <class T>
   std::vector<T> bias_row(std::span<const Tensor> in, std::int64_t width) const {
     std::vector<T> bias;
-    for (std::int8_t at : {b_ih_at, gru() ? std::int8_t{-1} : b_hh_at}) {
-      if (at < 0) continue;
+    for (const T* b : {data<T>(in, In::b_ih), gru() ? nullptr : data<T>(in, In::b_hh)}) {
+      if (!b) continue;
       bias.resize(static_cast<std::size_t>(width), T(0));
-      const T* b = in[static_cast<std::size_t>(at)].data<T>();
       for (std::int64_t j = 0; j < width; ++j) bias[static_cast<std::size_t>(j)] += b[j];
     }
     return bias;
@@ -127,29 +152,31 @@ struct FusedRecurrence {
 
   template <class T>
   Tensor forward_as(std::span<const Tensor> in) const {
-    const Tensor &x = in[0], &w_ih = in[1], &w_hh = in[2], &h0 = in[3];
+    const Tensor &x = arg(in, In::x), &w_ih = arg(in, In::w_ih), &w_hh = arg(in, In::w_hh), &h0 = arg(in, In::h0);
     const FusedGeometry geo = geometry(in);
-    const std::int64_t steps = geo.steps, batch = geo.batch, width = geo.width, n = geo.n, gh = geo.gh;
-    const std::int64_t rows = batch * gh, hrows = batch * n;
+    const std::int64_t steps = geo.steps, batch = geo.batch, width = geo.width, n = geo.n, gh = geo.gh, p = geo.p;
+    const std::int64_t rows = batch * gh, hrows = batch * p, crows = batch * n;  // h rows of P, c rows of H
     // The input projection of every step at once, then the pre-activations and, in place,
     // the activations; for an RNN those are the output.
     Tensor pre = Tensor::empty({steps, batch, gh}, x.dtype());
-    T* p = pre.data<T>();
-    blas::gemm(false, true, steps * batch, gh, width, T(1), x.data<T>(), width, w_ih.data<T>(), width, T(0), p, gh);
+    T* pre_data = pre.data<T>();
+    blas::gemm(false, true, steps * batch, gh, width, T(1), x.data<T>(), width, w_ih.data<T>(), width, T(0), pre_data,
+               gh);
     const std::vector<T> bias = bias_row<T>(in, gh);
-    Tensor out = lstm() || gru() ? Tensor::empty({steps + (packs_cell() ? 1 : 0), batch, n}, x.dtype()) : pre;
+    Tensor out = lstm() || gru() ? Tensor::empty({steps + (packs_cell() ? 1 : 0), batch, p}, x.dtype()) : pre;
     const std::int64_t interval = detail::replay_interval(steps);
     Tensor cells = lstm() ? Tensor::empty({(steps - 1) / interval, batch, n}, x.dtype()) : Tensor();
-    std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * hrows) : 0);  // c_{t-1} and c_t
+    std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * crows) : 0);  // c_{t-1} and c_t
     std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : n));  // GRU: h W_hh^T [B, 3H] and r h [B, H]
+    std::vector<T> m(static_cast<std::size_t>(projected() ? crows : 0));  // o * tanh(c), before W_hr
     Tensor hn = gru() && !reset_inside() ? Tensor::empty({steps, batch, n}, x.dtype()) : Tensor();
     T* h = out.data<T>();
     const T* hp = h0.data<T>();
-    const T* cp = lstm() ? in[static_cast<std::size_t>(c0_at)].data<T>() : nullptr;
+    const T* cp = data<T>(in, In::c0);
     const detail::KernelTable<T>& kernels = detail::kernels<T>();
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t t = geo.time_of(s);
-      T* g = p + t * rows;
+      T* g = pre_data + t * rows;
       T* ht = h + t * hrows;
       if (gru()) {
         add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);  // x W_ih^T + b_ih
@@ -158,34 +185,39 @@ struct FusedRecurrence {
         hp = ht;
         continue;
       }
-      blas::gemm(false, true, batch, gh, n, T(1), hp, n, w_hh.data<T>(), n, T(1), g, gh);  // += h W_hh^T
+      blas::gemm(false, true, batch, gh, p, T(1), hp, p, w_hh.data<T>(), p, T(1), g, gh);  // += h W_hh^T
       add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);
       if (lstm()) {
-        T* c = ring.data() + (s % 2) * hrows;
+        T* c = ring.data() + (s % 2) * crows;
+        T* mt = projected() ? m.data() : ht;  // o * tanh(c'), h' itself without a projection
         for (std::int64_t b = 0; b < batch; ++b)
-          kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, ht + b * n, scratch.data(), n);
+          kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data(), n);
+        if (projected())  // h' = m W_hr^T
+          blas::gemm(false, true, batch, p, n, T(1), mt, n, data<T>(in, In::w_hr), n, T(0), ht, p);
         carry_finished(t, cp, c, batch, n);
         if ((s + 1) % interval == 0 && s + 1 < steps)  // the entry state of the next segment
-          std::copy(c, c + hrows, cells.data<T>() + ((s + 1) / interval - 1) * hrows);
+          std::copy(c, c + crows, cells.data<T>() + ((s + 1) / interval - 1) * crows);
         cp = c;
       } else {
         kernels.rnn.forward(g, hrows, options.nonlinearity);
       }
-      carry_finished(t, hp, ht, batch, n);
+      carry_finished(t, hp, ht, batch, p);
       hp = ht;
     }
     if (lstm()) {
       Tensor final_cell = cell_apart ? Tensor::empty({batch, n}, x.dtype()) : Tensor();
-      std::copy(cp, cp + hrows, cell_apart ? final_cell.data<T>() : h + steps * hrows);  // or row T
+      std::copy(cp, cp + crows, cell_apart ? final_cell.data<T>() : h + steps * crows);  // or row T (p = n)
       *saved = {pre, cells, interval, Tensor(), final_cell};
     }
     if (gru()) *saved = {pre, Tensor(), 1, hn, Tensor()};
     return out;
   }
 
+  // b_hh from column `offset` on, null when there is none.
   template <class T>
-  const T* bias_of(std::span<const Tensor> in, std::int8_t at, std::int64_t offset) const {
-    return at >= 0 ? in[static_cast<std::size_t>(at)].data<T>() + offset : nullptr;
+  const T* b_hh_from(std::span<const Tensor> in, std::int64_t offset) const {
+    const T* b = data<T>(in, In::b_hh);
+    return b ? b + offset : nullptr;
   }
 
   // One GRU step: g [B, 3H] (x W_ih^T + b_ih) becomes the activations and ht h'. scratch:
@@ -196,18 +228,18 @@ struct FusedRecurrence {
                 std::int64_t n) const {
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
-    const T* w_hh = in[2].data<T>();
+    const T* w_hh = data<T>(in, In::w_hh);
     T *hp = scratch, *rh = scratch + batch * gh;
     // The gates' product; in PyTorch's form the candidate's too.
     const std::int64_t cols = reset_inside() ? 2 * n : gh;
     blas::gemm(false, true, batch, cols, n, T(1), hprev, n, w_hh, n, T(0), hp, gh);
-    add_bias(hp, batch, gh, bias_of<T>(in, b_hh_at, 0), cols);
+    add_bias(hp, batch, gh, b_hh_from<T>(in, 0), cols);
     for (std::int64_t b = 0; b < batch; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
     if (reset_inside()) {
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
       blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
-      add_bias(hp + 2 * n, batch, gh, bias_of<T>(in, b_hh_at, 2 * n), n);
+      add_bias(hp + 2 * n, batch, gh, b_hh_from<T>(in, 2 * n), n);
     }
     for (std::int64_t b = 0; b < batch; ++b) {
       gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
@@ -222,31 +254,37 @@ struct FusedRecurrence {
     for (std::size_t i = 0; i < a.inputs.size(); ++i) in.push_back(a.inputs[i]);
     if (keeps_activations() && !saved->act.defined()) forward_as<T>(in);  // a second backward: recompute
     const FusedGeometry geo = geometry(in);
+    const DType dtype = arg(in, In::x).dtype();
     // The gradients of the pre-activations: in place of the activations for an LSTM or GRU.
-    Tensor dgates = keeps_activations() ? saved->act : Tensor::empty({geo.steps, geo.batch, geo.gh}, in[0].dtype());
+    Tensor dgates = keeps_activations() ? saved->act : Tensor::empty({geo.steps, geo.batch, geo.gh}, dtype);
     // A GRU's recurrent side: gradients of its own in PyTorch's form; in ONNX's it shares
     // the input side's, and W_hn's gradient reads r h_prev.
-    Tensor drec = gru() && !reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.gh}, in[0].dtype()) : dgates;
-    Tensor reset_h = reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.n}, in[0].dtype()) : Tensor();
+    Tensor drec = gru() && !reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.gh}, dtype) : dgates;
+    Tensor reset_h = reset_inside() ? Tensor::empty({geo.steps, geo.batch, geo.n}, dtype) : Tensor();
     const detail::GateGradients<T> d{dgates.data<T>(), drec.data<T>(), reset_h.defined() ? reset_h.data<T>() : nullptr};
     // The final cell state's gradient: row T of grad, or apart (undefined when none reached it).
     const Tensor& cell_grad = packs_cell() ? a.grad[geo.steps] : (a.more_grads.empty() ? Tensor() : a.more_grads[0]);
-    const StateGradients states = backward_data<T>(geo, in, a.output, a.grad, cell_grad, d, a.needs_grad(3));
+    auto wants = [&](In r) { return slots.has(r) && a.needs_grad(slots[r]); };
+    const StateGradients states =
+        backward_data<T>(geo, in, a.output, a.grad, cell_grad, d, wants(In::h0), wants(In::w_hr));
     if (keeps_activations()) *saved = detail::FusedSaved{};  // now gradients, no longer activations
 
-    auto wants = [&](std::int8_t at) { return at >= 0 && a.needs_grad(static_cast<std::size_t>(at)); };
     const detail::WeightGradients w = detail::backward_weights<T>(
-        geo, d, in[0], in[1], a.output.data<T>(), in[3].data<T>(),
-        {.x = a.needs_grad(0), .w_ih = a.needs_grad(1), .w_hh = a.needs_grad(2), .b_ih = wants(b_ih_at),
-         .b_hh = wants(b_hh_at)});
+        geo, d, arg(in, In::x), arg(in, In::w_ih), a.output.data<T>(), data<T>(in, In::h0),
+        {.x = wants(In::x), .w_ih = wants(In::w_ih), .w_hh = wants(In::w_hh), .b_ih = wants(In::b_ih),
+         .b_hh = wants(In::b_hh)});
     Grads<Tensor> g(a.inputs.size());
-    g[0] = w.x;
-    g[1] = w.w_ih;
-    g[2] = w.w_hh;
-    if (a.needs_grad(3)) g[3] = states.h0;
-    if (wants(c0_at)) g[static_cast<std::size_t>(c0_at)] = states.c0;
-    if (wants(b_ih_at)) g[static_cast<std::size_t>(b_ih_at)] = w.b_ih;
-    if (wants(b_hh_at)) g[static_cast<std::size_t>(b_hh_at)] = w.b_hh;
+    auto give = [&](In r, const Tensor& t) {
+      if (wants(r)) g[slots[r]] = t;
+    };
+    give(In::x, w.x);
+    give(In::w_ih, w.w_ih);
+    give(In::w_hh, w.w_hh);
+    give(In::h0, states.h0);
+    give(In::c0, states.c0);
+    give(In::b_ih, w.b_ih);
+    give(In::b_hh, w.b_hh);
+    give(In::w_hr, states.w_hr);
     return g;
   }
 
@@ -254,16 +292,25 @@ struct FusedRecurrence {
   // d.input [T, B, G*H] (the saved activations of an LSTM or GRU; for an RNN any buffer)
   // into the gradients of the pre-activations in place, fills a GRU's d.recurrent and
   // d.reset_h, and yields the gradients reaching h0 and c0 (zero when truncation keeps
-  // them out of reach; h0's computed only if want_h0). grad: the outputs' rows (from 0);
-  // cell_grad: an LSTM's final cell state's [B, H], undefined for zero.
+  // them out of reach; h0's computed only if want_h0) and, if want_w_hr, dW_hr. grad: the
+  // outputs' rows (from 0); cell_grad: an LSTM's final cell state's [B, H], undefined for
+  // zero.
+  //
+  // Per step, with dh the whole gradient reaching h' (its output row plus what the next
+  // step sends back) and, for a projected LSTM, h' = m W_hr^T with m = o * tanh(c'):
+  //   dW_hr += dh^T m,   dm = dh W_hr          (the cell's kernel then reads dm for dh)
+  //   dgates = the kernel's backward of (dm or dh, dc)
+  //   dh_prev += dgates W_hh,                   dc_prev: the kernel's, in place.
   template <class T>
   StateGradients backward_data(const FusedGeometry& geo, std::span<const Tensor> in, const Tensor& output,
                                const Tensor& grad, const Tensor& cell_grad, const detail::GateGradients<T>& d,
-                               bool want_h0) const {
-    const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, gh = geo.gh, lo = geo.lo;
-    const std::int64_t rows = batch * gh, hrows = batch * n;
+                               bool want_h0, bool want_w_hr) const {
+    const std::int64_t steps = geo.steps, batch = geo.batch, n = geo.n, p = geo.p, gh = geo.gh, lo = geo.lo;
+    const std::int64_t rows = batch * gh, hrows = batch * p, crows = batch * n;  // h rows of P, c rows of H
+    const DType dtype = arg(in, In::x).dtype();
     T *dg = d.input, *drec = d.recurrent;
-    const T* w_hh = in[2].data<T>();
+    const T* w_hh = data<T>(in, In::w_hh);
+    const T* w_hr = data<T>(in, In::w_hr);
     const T* h = output.data<T>();
     const T* up = grad.data<T>();
     // dh: the whole gradient reaching h at the current step, its upstream row plus what the
@@ -273,6 +320,7 @@ struct FusedRecurrence {
     // With lengths, a finished element's h passes straight through too: its dh waits there.
     std::vector<T> direct(static_cast<std::size_t>(gru() || !lengths.empty() ? hrows : 0));
     std::vector<T> d_rh(static_cast<std::size_t>(reset_inside() ? hrows : 0));  // ONNX's GRU: r h's gradient
+    std::vector<T> m(static_cast<std::size_t>(w_hr ? crows : 0)), dm(m.size());  // a projected LSTM's m, dm
     auto upstream = [&](std::int64_t s) {
       const T* row = up + geo.time_of(s) * hrows;
       std::copy(row, row + hrows, dh.begin());
@@ -280,17 +328,17 @@ struct FusedRecurrence {
     };
     // dc: the gradient reaching the cell state of the current step, from the final state's
     // upstream row on.
-    StateGradients st{zeros({batch, n}, in[0].dtype()), lstm() ? zeros({batch, n}, in[0].dtype()) : Tensor()};
+    StateGradients st{zeros({batch, p}, dtype), lstm() ? zeros({batch, n}, dtype) : Tensor(),
+                      want_w_hr ? zeros({p, n}, dtype) : Tensor()};
     T* dc = lstm() ? st.c0.data<T>() : nullptr;
     if (geo.count() > 0) {
       const T* row = up + geo.time_of(steps - 1) * hrows;
       std::copy(row, row + hrows, dh.begin());
-      if (cell_grad.defined()) std::copy(cell_grad.data<T>(), cell_grad.data<T>() + hrows, dc);
+      if (cell_grad.defined()) std::copy(cell_grad.data<T>(), cell_grad.data<T>() + crows, dc);
     }
     const detail::KernelTable<T>& kernels = detail::kernels<T>();
     std::optional<detail::CellReplay<T>> cells;
-    if (lstm())
-      cells.emplace(*saved, dg, in[static_cast<std::size_t>(c0_at)].data<T>(), steps, batch, n, geo.reverse, lengths);
+    if (lstm()) cells.emplace(*saved, dg, data<T>(in, In::c0), steps, batch, n, geo.reverse, lengths);
     // ONNX's GRU sends h_prev's gradient back through its first 2H gate rows only (the
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
@@ -299,31 +347,54 @@ struct FusedRecurrence {
       T* dgt = dg + t * rows;
       if (lstm()) {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
+        if (w_hr) project_backward(dgt, c, dh.data(), m.data(), dm.data(), w_hr, st.w_hr, t, batch, n, p, gh);
+        const T* dout = w_hr ? dm.data() : dh.data();
         for (std::int64_t b = 0; b < batch; ++b)
           if (runs(t, b))  // a finished element's dc passes through unchanged
-            kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dh.data() + b * n, dc + b * n,
+            kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
                                   scratch.data(), n);
       } else if (gru()) {
-        const T* hprev = s == 0 ? in[3].data<T>() : h + geo.time_of(s - 1) * hrows;
+        const T* hprev = s == 0 ? data<T>(in, In::h0) : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                           hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh);
       } else {
         kernels.rnn.backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
       }
       if (!lengths.empty()) pass_finished(t, dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
-                                          dh.data(), direct.data(), batch, n, gh);
+                                          dh.data(), direct.data(), batch, p, gh);
       // dh_{t-1} += dgates_t W_hh; for the first step that is h0's gradient.
       const T* drt = drec + t * rows;
       if (s > lo) {
         upstream(s - 1);
-        blas::gemm(false, false, batch, n, k, T(1), drt, gh, w_hh, n, T(1), dh.data(), n);
+        blas::gemm(false, false, batch, p, k, T(1), drt, gh, w_hh, p, T(1), dh.data(), p);
       } else if (lo == 0 && want_h0) {
         std::copy(direct.begin(), direct.end(), st.h0.data<T>());
-        blas::gemm(false, false, batch, n, k, T(1), drt, gh, w_hh, n, direct.empty() ? T(0) : T(1), st.h0.data<T>(), n);
+        blas::gemm(false, false, batch, p, k, T(1), drt, gh, w_hh, p, direct.empty() ? T(0) : T(1), st.h0.data<T>(), p);
       }
     }
-    if (lstm() && lo > 0) st.c0 = zeros({batch, n}, in[0].dtype());  // c0 out of reach
+    if (lstm() && lo > 0) st.c0 = zeros({batch, n}, dtype);  // c0 out of reach
     return st;
+  }
+
+  // A projected LSTM's step at time t, before its cell's backward: m = o * tanh(c') from the
+  // saved output gate (dgt [B, 4H], still the activations) and c' [B, H]; dW_hr += dh^T m
+  // (when wanted) and dm = dh W_hr [B, H]. A finished element (h' = h) adds nothing.
+  template <class T>
+  void project_backward(const T* dgt, const T* c, const T* dh, T* m, T* dm, const T* w_hr, Tensor& dw_hr,
+                        std::int64_t t, std::int64_t batch, std::int64_t n, std::int64_t p, std::int64_t gh) const {
+    const detail::KernelTable<T>& kernels = detail::kernels<T>();
+    for (std::int64_t b = 0; b < batch; ++b) {
+      T* row = m + b * n;
+      if (!runs(t, b)) {
+        std::fill(row, row + n, T(0));
+        continue;
+      }
+      kernels.tanh_row(c + b * n, row, n);
+      const T* o = dgt + b * gh + 3 * n;
+      for (std::int64_t j = 0; j < n; ++j) row[j] *= o[j];
+    }
+    if (dw_hr.defined()) blas::gemm(true, false, p, n, batch, T(1), dh, p, m, n, T(1), dw_hr.data<T>(), n);
+    blas::gemm(false, false, batch, n, p, T(1), dh, p, w_hr, n, T(0), dm, n);
   }
 
   // With lengths, after the backward of the step at time t: an element that does not run
@@ -386,21 +457,18 @@ struct FusedRecurrence {
   Grads<Var> backward_recorded_nodes(const BackwardArgs<Var>& a) const {
     std::vector<Var> in;
     for (std::size_t i = 0; i < a.inputs.size(); ++i) in.push_back(reshape(a.inputs[i], a.inputs[i].shape()));
-    auto input = [&](std::int8_t at) { return at >= 0 ? in[static_cast<std::size_t>(at)] : Var(); };
-    const CellWeights w{in[1], in[2], input(b_ih_at), input(b_hh_at)};
-    const Var out = detail::scan_recurrence(options, in[0], w, in[3], input(c0_at));
+    auto optional = [&](In r) { return slots.has(r) ? arg(in, r) : Var(); };
+    const CellWeights w{arg(in, In::w_ih), arg(in, In::w_hh), optional(In::b_ih), optional(In::b_hh),
+                        optional(In::w_hr)};
+    const FusedOutputs out = detail::scan_recurrence_split(options, arg(in, In::x), w, arg(in, In::h0), optional(In::c0));
     std::vector<Var> wanted;
     for (std::size_t i = 0; i < in.size(); ++i)
       if (a.needs_grad(i)) wanted.push_back(in[i]);
-    Var total;
-    if (!cell_apart) {
-      total = sum(out * a.grad);
-    } else {  // the scan's result is packed: rows 0..T-1, then the final cell state's row T
-      const std::int64_t steps = a.inputs[0].size(0);
-      total = sum(slice(out, 0, 0, steps) * a.grad);
-      if (!a.more_grads.empty() && a.more_grads[0].defined())
-        total = total + sum(index(out, 0, steps) * a.more_grads[0]);
-    }
+    // The outputs' rows, then an LSTM's final cell state: row T of grad when packed, else apart.
+    const std::int64_t steps = a.inputs[0].size(0);
+    Var total = sum(out.outputs * (packs_cell() ? slice(a.grad, 0, 0, steps) : a.grad));
+    const Var cell_grad = packs_cell() ? index(a.grad, 0, steps) : (a.more_grads.empty() ? Var() : a.more_grads[0]);
+    if (lstm() && cell_grad.defined()) total = total + sum(out.c_n * cell_grad);
     const std::vector<Var> gs = grad(std::span<const Var>(&total, 1), wanted, {}, {.create_graph = true});
     Grads<Var> g(a.inputs.size());
     for (std::size_t i = 0, next = 0; i < a.inputs.size(); ++i)
@@ -414,8 +482,8 @@ void check_arguments(const FusedRecurrenceOptions& o, const Var& x, const CellWe
   constexpr std::string_view op = FusedRecurrence::name;
   if (o.truncate_gradient < -1)
     fail<ValueError>(op, "option 'truncate_gradient' must be -1 (no truncation) or >= 0, got ", o.truncate_gradient);
-  const bool lstm = o.kind == CellKind::lstm;
-  detail::check_cell_arguments(op, lstm ? 4 : (o.kind == CellKind::gru ? 3 : 1), x, h0, lstm ? &c0 : nullptr, w,
+  const CellDescriptor& cell = describe(o.kind);
+  detail::check_cell_arguments(op, cell.gate_count(), x, h0, cell.cell_state ? &c0 : nullptr, w,
                                {.sequence = true, .h = "h0", .c = "c0"});
   if (!is_floating(x.dtype())) fail<DTypeError>(op, "expects float32 or float64, got ", x.dtype());
   if (o.lengths.given && o.truncate_gradient >= 0)
@@ -429,14 +497,15 @@ std::pair<FusedRecurrence, std::vector<Var>> make_op(const FusedRecurrenceOption
   check_arguments(options, x, w, h0, c0);
   FusedRecurrence op{options, detail::checked_lengths(FusedRecurrence::name, options.lengths, x.shape(), 0, 1)};
   std::vector<Var> inputs{x, w.w_ih, w.w_hh, h0};
-  auto add = [&](const Var& v, std::int8_t& at) {
+  auto add = [&](const Var& v, In role) {
     if (!v.defined()) return;
-    at = static_cast<std::int8_t>(inputs.size());
+    op.slots.at[static_cast<std::size_t>(role)] = static_cast<std::int8_t>(inputs.size());
     inputs.push_back(v);
   };
-  if (options.kind == CellKind::lstm) add(c0, op.c0_at);
-  add(w.b_ih, op.b_ih_at);
-  add(w.b_hh, op.b_hh_at);
+  if (describe(options.kind).cell_state) add(c0, In::c0);
+  add(w.b_ih, In::b_ih);
+  add(w.b_hh, In::b_hh);
+  add(w.w_hr, In::w_hr);
   return {std::move(op), std::move(inputs)};
 }
 
@@ -444,6 +513,9 @@ std::pair<FusedRecurrence, std::vector<Var>> make_op(const FusedRecurrenceOption
 
 Var fused_recurrence(const FusedRecurrenceOptions& options, const Var& x, const CellWeights& w, const Var& h0,
                      const Var& c0) {
+  if (w.w_hr.defined())  // row T would be c [B, H] below h's rows [B, P]
+    fail<ValueError>(FusedRecurrence::name, "a projected LSTM (argument 'w_hr') returns its final cell state apart: "
+                     "call fused_recurrence_split");
   auto [op, inputs] = make_op(options, x, w, h0, c0);
   return record_list(std::move(op), inputs);
 }

@@ -15,6 +15,7 @@ namespace recur::nn::detail {
 // whose time steps are [first(), first() + count()).
 struct FusedGeometry {
   std::int64_t steps = 0, batch = 0, width = 0, n = 0, gh = 0;  // T, B, I, H, G*H
+  std::int64_t p = 0;  // the size of h: H, or a projected LSTM's P
   bool reverse = false;
   std::int64_t lo = 0;
   std::int64_t time_of(std::int64_t s) const { return reverse ? steps - 1 - s : s; }
@@ -42,8 +43,8 @@ struct GateGradients {
 
 // BackwardWeights: dx = d.input W_ih, dW_ih = d.input^T x, dW_hh = sum of
 // d.recurrent_t^T h_prev(t), b_ih's = the sum of d.input over steps and batch, b_hh's that
-// of d.recurrent. h: the output's rows h_t [T, B, H]; h0 [B, H]. Gradients not wanted stay
-// undefined; outside the window they are zero.
+// of d.recurrent. h: the output's rows h_t [T, B, P]; h0 [B, P] (P = H without a
+// projection). Gradients not wanted stay undefined; outside the window they are zero.
 template <class T>
 WeightGradients backward_weights(const FusedGeometry& geo, const GateGradients<T>& d, const Tensor& x,
                                  const Tensor& w_ih, const T* h, const T* h0, WantedWeightGradients wanted);

@@ -13,10 +13,6 @@
 namespace recur::nn {
 namespace {
 
-std::string_view layer_name(CellKind kind) {
-  return kind == CellKind::lstm ? "LSTM" : (kind == CellKind::gru ? "GRU" : "RNN");
-}
-
 // PyTorch's parameter suffix: _l{layer}, and _reverse for the second direction.
 std::string suffix(std::int64_t layer, std::int64_t direction) {
   return "_l" + std::to_string(layer) + (direction == 1 ? "_reverse" : "");
@@ -25,17 +21,21 @@ std::string suffix(std::int64_t layer, std::int64_t direction) {
 }  // namespace
 
 RecurrentLayer::RecurrentLayer(CellKind kind, const RecurrentOptions& options, Generator& gen)
-    : name_(layer_name(kind)), kind_(kind), options_(options) {
+    : name_(describe(kind).layer), kind_(kind), options_(options) {
   check_recurrent_sizes(name_, options.input_size, options.hidden_size, options.num_layers, options.dtype);
   if (options.truncate_gradient < -1)
     fail<ValueError>(name_, "option 'truncate_gradient' = ", options.truncate_gradient,
                      " must be -1 (no truncation) or >= 0 (backpropagate through that many steps)");
-  const std::int64_t hidden = options.hidden_size;
+  if (options.proj_size != 0 && (!describe(kind).projection || options.proj_size < 0 ||
+                                  options.proj_size >= options.hidden_size))
+    fail<ValueError>(name_, "option 'proj_size' = ", options.proj_size, describe(kind).projection
+                         ? " must be 0 (no projection) or in [1, hidden_size = " + std::to_string(options.hidden_size) + ")"
+                         : std::string(" must be 0: only an LSTM projects its hidden state"));
   for (std::int64_t layer = 0; layer < options.num_layers; ++layer)
     for (std::int64_t d = 0; d < num_directions(); ++d) {
-      const std::int64_t input = layer == 0 ? options.input_size : num_directions() * hidden;
-      weights_.push_back(
-          add_cell_parameters(suffix(layer, d), kind, input, hidden, options.bias, gen, options.dtype));
+      const std::int64_t input = layer == 0 ? options.input_size : num_directions() * h_size();
+      weights_.push_back(add_cell_parameters(suffix(layer, d), kind, {input, options.hidden_size, options.proj_size},
+                                             options.bias, gen, options.dtype));
     }
 }
 
@@ -59,22 +59,22 @@ std::vector<std::int64_t> RecurrentLayer::check(const Var& input, const Recurren
   if (input.dtype() != options_.dtype)
     fail<DTypeError>(name_, "argument 'input' of shape ", to_string(s), " is ", input.dtype(), " but the layer is ",
                      options_.dtype);
-  const Shape state_shape{options_.num_layers * num_directions(), batch, options_.hidden_size};
-  auto check_state = [&](const Var& v, std::string_view arg) {
+  auto check_state = [&](const Var& v, std::string_view arg, std::int64_t size) {
     if (!v.defined()) return;
+    const Shape state_shape{options_.num_layers * num_directions(), batch, size};
     if (v.shape() != state_shape)
       fail<ShapeError>(name_, "argument '", arg, "' must have shape ", to_string(state_shape),
-                       " ([num_layers * num_directions, B, hidden_size] for 'input' of shape ", to_string(s),
-                       "), got ", to_string(v.shape()));
+                       " ([num_layers * num_directions, B, ", size == options_.hidden_size ? "hidden_size" : "proj_size",
+                       "] for 'input' of shape ", to_string(s), "), got ", to_string(v.shape()));
     if (v.dtype() != options_.dtype)
       fail<DTypeError>(name_, "argument '", arg, "' of shape ", to_string(v.shape()), " is ", v.dtype(),
                        " but the layer is ", options_.dtype);
   };
-  check_state(state.h, "h0");
-  if (kind_ != CellKind::lstm && state.c.defined())
+  check_state(state.h, "h0", h_size());
+  if (!describe(kind_).cell_state && state.c.defined())
     fail<ValueError>(name_, "argument 'c0' (RecurrentState::c) is given, but ", name_,
                      " has no cell state: leave it undefined");
-  check_state(state.c, "c0");
+  check_state(state.c, "c0", options_.hidden_size);
   if (lengths.given && options_.truncate_gradient >= 0)
     fail<ValueError>(name_, "argument 'lengths' with option 'truncate_gradient' = ", options_.truncate_gradient,
                      " is not supported: truncate whole chunks instead (nn::tbptt)");
@@ -87,9 +87,12 @@ RecurrentOutput RecurrentLayer::operator()(const Var& input, const RecurrentStat
   Tape& tape = input.tape();
   return transactional(tape, [&] {
     const Var x0 = options_.batch_first ? transpose(input, 0, 1) : input;
-    const Shape zero_shape{options_.num_layers * num_directions(), x0.size(1), options_.hidden_size};
-    auto or_zeros = [&](const Var& v) { return v.defined() ? v : tape.constant(zeros(zero_shape, options_.dtype)); };
-    const Var h_init = or_zeros(state.h), c_init = kind_ == CellKind::lstm ? or_zeros(state.c) : Var();
+    auto or_zeros = [&](const Var& v, std::int64_t size) {
+      const Shape zero_shape{options_.num_layers * num_directions(), x0.size(1), size};
+      return v.defined() ? v : tape.constant(zeros(zero_shape, options_.dtype));
+    };
+    const Var h_init = or_zeros(state.h, h_size());
+    const Var c_init = describe(kind_).cell_state ? or_zeros(state.c, options_.hidden_size) : Var();
     std::vector<Var> h_n, c_n;
     Var x = x0;
     for (std::int64_t layer = 0; layer < options_.num_layers; ++layer) {

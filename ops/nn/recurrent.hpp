@@ -4,6 +4,7 @@
 // order are PyTorch's (torch.nn.RNN/LSTM/GRU), so weights move between the two:
 //   weight_ih_l{k}[_reverse]  [G*H, I_k]   weight_hh_l{k}[_reverse]  [G*H, H]
 //   bias_ih_l{k}[_reverse]    [G*H]        bias_hh_l{k}[_reverse]    [G*H]
+//   weight_hr_l{k}[_reverse]  [P, H]       (an LSTM with proj_size P; weight_hh is then [4H, P])
 // with G = 1 (RNN), 4 (LSTM: input, forget, cell, output) or 3 (GRU: reset, update, new),
 // I_0 = input_size and I_k = D*H above (D = 2 when bidirectional).
 //
@@ -35,6 +36,10 @@ struct RecurrentOptions {
   std::int64_t input_size = 0;
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 1;
+  // LSTM only: h projected to proj_size < hidden_size features by weight_hr_l{k} [P, H]
+  // (PyTorch's proj_size): h, h_n and each direction's output are of size P, c of size H,
+  // weight_hh [4H, P]. 0: no projection. ValueError otherwise, at construction.
+  std::int64_t proj_size = 0;
   bool bias = true;
   bool batch_first = false;       // input and output [B, T, *] instead of [T, B, *]
   bool bidirectional = false;
@@ -57,6 +62,7 @@ struct RecurrentOutput {
   Var output;  // [T, B, D*H] (batch_first: [B, T, D*H]): the last layer at every step
   Var h_n;     // [D*num_layers, B, H]: final hidden state of each layer and direction
   Var c_n;     // LSTM only: final cell state, same layout
+  // (With proj_size P, output and h_n have P in place of H; c_n keeps H.)
   // The final state, to start the next chunk of a sequence from.
   RecurrentState state() const { return {h_n, c_n}; }
 };
@@ -70,6 +76,8 @@ class RecurrentLayer : public RecurrentModule {
   // The parameters of layer `layer`, direction 0 (forward) or 1 (reverse).
   const CellParameters& weights(std::int64_t layer, std::int64_t direction = 0) const;
   std::int64_t num_directions() const { return options_.bidirectional ? 2 : 1; }
+  // The size of h and of each direction's output: proj_size when there is one, else hidden_size.
+  std::int64_t h_size() const { return options_.proj_size > 0 ? options_.proj_size : options_.hidden_size; }
 
   // The call common to the three layers, for code generic over them (a template, or a
   // `const RecurrentLayer&`):

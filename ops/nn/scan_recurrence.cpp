@@ -26,8 +26,8 @@ Var input_projection(CellKind kind, const Var& input, const CellWeights& w) {
   return reshape(project(flat, w.w_ih, bias), {steps, batch, w.w_ih.size(0)});
 }
 
-// The step function for scan: (xproj_t, h[, c], w_hh[, b_hh]) -> h'[, c'].
-StepFn step_function(CellKind kind, const RecurrentOptions& options, bool step_bias) {
+// The step function for scan: (xproj_t, h[, c], w_hh[, b_hh][, w_hr]) -> h'[, c'].
+StepFn step_function(CellKind kind, const RecurrentOptions& options, bool step_bias, bool projected) {
   const Nonlinearity act = options.nonlinearity;
   const bool linear_before_reset = options.linear_before_reset;
   switch (kind) {
@@ -36,8 +36,8 @@ StepFn step_function(CellKind kind, const RecurrentOptions& options, bool step_b
         return rnn_step(a[0], a[1], a[2], step_bias ? a[3] : Var(), act);
       };
     case CellKind::lstm:
-      return [](std::span<const Var> a) -> StepResult {
-        const LstmState s = lstm_step(a[0], a[1], a[2], a[3], Var());
+      return [projected](std::span<const Var> a) -> StepResult {
+        const LstmState s = lstm_step(a[0], a[1], a[2], a[3], Var(), projected ? a[4] : Var());
         return {s.h, s.c};
       };
     case CellKind::gru: break;
@@ -60,9 +60,10 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
   const bool step_bias = kind == CellKind::gru && w.b_hh.defined();
   std::vector<Var> non_sequences{w.w_hh};
   if (step_bias) non_sequences.push_back(w.b_hh);
+  if (w.w_hr.defined()) non_sequences.push_back(w.w_hr);
   std::vector<OutputInfo> outputs_info{h0};
   if (kind == CellKind::lstm) outputs_info.emplace_back(c0);
-  const ScanResult r = scan(step_function(kind, options, step_bias),
+  const ScanResult r = scan(step_function(kind, options, step_bias, w.w_hr.defined()),
                             {.sequences = {input_projection(kind, input, w)},
                              .outputs_info = std::move(outputs_info),
                              .non_sequences = std::move(non_sequences),
@@ -81,8 +82,8 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
   return out;
 }
 
-Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const CellWeights& w, const Var& h0,
-                    const Var& c0) {
+FusedOutputs scan_recurrence_split(const FusedRecurrenceOptions& o, const Var& input, const CellWeights& w,
+                                   const Var& h0, const Var& c0) {
   RecurrentOptions options;
   options.nonlinearity = o.nonlinearity;
   options.linear_before_reset = o.linear_before_reset;
@@ -91,8 +92,14 @@ Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const Cel
   const DirectionOutput r = scan_direction(o.kind, options, input, w, h0, c0, o.reverse, lengths);
   // The fused op's rows past an element's length: its carried state, h0 under reverse.
   const Var outputs = lengths.empty() ? r.outputs : fill_past_lengths(r.outputs, lengths, o.reverse ? h0 : r.h_n);
-  if (o.kind != CellKind::lstm) return outputs;
-  return concat({outputs, reshape(r.c_n, {1, r.c_n.size(0), r.c_n.size(1)})}, 0);
+  return {outputs, r.c_n};
+}
+
+Var scan_recurrence(const FusedRecurrenceOptions& o, const Var& input, const CellWeights& w, const Var& h0,
+                    const Var& c0) {
+  const FusedOutputs r = scan_recurrence_split(o, input, w, h0, c0);
+  if (!r.c_n.defined()) return r.outputs;
+  return concat({r.outputs, reshape(r.c_n, {1, r.c_n.size(0), r.c_n.size(1)})}, 0);
 }
 
 }  // namespace recur::nn::detail

@@ -26,8 +26,11 @@ DirectionOutput scan_direction(CellKind kind, const RecurrentOptions& options, c
                                const Var& h0, const Var& c0, bool reverse,
                                const std::vector<std::int64_t>& lengths = {});
 
-// The scan path for a direction of any cell, with fused_recurrence's result layout (also
-// with lengths, whose rows at steps an element does not run hold its carried state).
+// The scan path for a direction of any cell, with fused_recurrence_split's results (also
+// with lengths, whose rows at steps an element does not run hold its carried state), and
+// with fused_recurrence's packed layout (not for a projected LSTM).
+FusedOutputs scan_recurrence_split(const FusedRecurrenceOptions& options, const Var& input, const CellWeights& w,
+                                   const Var& h0, const Var& c0);
 Var scan_recurrence(const FusedRecurrenceOptions& options, const Var& input, const CellWeights& w, const Var& h0,
                     const Var& c0);
 

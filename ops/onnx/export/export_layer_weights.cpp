@@ -9,21 +9,11 @@
 namespace recur::onnx_io::detail {
 namespace {
 
-// Where ONNX's gate blocks come from in PyTorch's order: LSTM (i, o, f, c) from (i, f, g, o),
-// GRU (z, r, h) from (r, z, n); an RNN has one block.
-std::vector<std::int64_t> onnx_gate_sources(nn::CellKind kind) {
-  switch (kind) {
-    case nn::CellKind::lstm: return {0, 3, 1, 2};
-    case nn::CellKind::gru: return {1, 0, 2};
-    case nn::CellKind::rnn: break;
-  }
-  return {0};
-}
-
-// t [G*H, ...] with its G row blocks of `hidden` rows in ONNX's order.
+// t [G*H, ...] with its G row blocks of `hidden` rows in ONNX's order (the cell kind's
+// descriptor, ops/nn/cell_kind.hpp, says where each comes from in PyTorch's).
 Tensor reorder_gates(const Tensor& t, nn::CellKind kind, std::int64_t hidden) {
   std::vector<Tensor> blocks;
-  for (std::int64_t g : onnx_gate_sources(kind)) blocks.push_back(slice(t, 0, g * hidden, (g + 1) * hidden));
+  for (std::int64_t g : nn::describe(kind).onnx_gates) blocks.push_back(slice(t, 0, g * hidden, (g + 1) * hidden));
   return concat(blocks, 0);
 }
 

@@ -7,6 +7,7 @@
 
 #include <recur/core/creation.hpp>
 #include <recur/core/file_io.hpp>
+#include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export/export_graph_detail.hpp>
 #include <recur/ops/onnx/export/export_layer_weights_detail.hpp>
 
@@ -16,9 +17,7 @@ namespace {
 constexpr std::string_view kOp = "onnx_io::save";
 constexpr std::int64_t kOpset = 14;
 
-std::string op_type(nn::CellKind kind) {
-  return kind == nn::CellKind::lstm ? "LSTM" : (kind == nn::CellKind::gru ? "GRU" : "RNN");
-}
+std::string op_type(nn::CellKind kind) { return std::string(nn::describe(kind).layer); }
 
 // The graph under construction and the sizes every step of it needs.
 struct LayerGraph {
@@ -121,6 +120,9 @@ struct LayerGraph {
 }  // namespace
 
 ::onnx::ModelProto layer_model(const nn::RecurrentLayer& layer, const LayerExportOptions& options) {
+  if (layer.options().proj_size > 0)  // ONNX's LSTM has no projection
+    fail<UnsupportedError>(kOp, "an LSTM with proj_size = ", layer.options().proj_size,
+                           " has no ONNX LSTM form: export a scan of its cell instead (onnx_io::scan_model)");
   return detail::checked_model(kOp, LayerGraph{layer, options}.build(), kOpset);
 }
 

@@ -21,30 +21,16 @@
 namespace recur::onnx_io::detail {
 namespace {
 
-// ONNX's gate blocks, in the order PyTorch's layout (the fused op's) wants them.
-std::vector<std::int64_t> pytorch_gate_order(nn::CellKind kind) {
-  switch (kind) {
-    case nn::CellKind::lstm: return {0, 2, 3, 1};  // ONNX i o f c -> PyTorch i f g o
-    case nn::CellKind::gru: return {1, 0, 2};      // ONNX z r h -> PyTorch r z n
-    case nn::CellKind::rnn: break;
-  }
-  return {0};
-}
-
 std::vector<std::string> default_activations(nn::CellKind kind) {
-  switch (kind) {
-    case nn::CellKind::lstm: return {"Sigmoid", "Tanh", "Tanh"};
-    case nn::CellKind::gru: return {"Sigmoid", "Tanh"};
-    case nn::CellKind::rnn: break;
-  }
-  return {"Tanh"};
+  const auto& names = nn::describe(kind).onnx_activations;
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 // The rows of `w` (gate blocks of `hidden` rows along `axis`) in PyTorch's gate order.
 Var reorder_gates(const Var& w, nn::CellKind kind, std::int64_t hidden, std::int64_t axis) {
   if (!w.defined()) return w;
   std::vector<Var> blocks;
-  for (auto g : pytorch_gate_order(kind)) blocks.push_back(slice(w, axis, g * hidden, (g + 1) * hidden));
+  for (auto g : nn::describe(kind).pytorch_gates_in_onnx()) blocks.push_back(slice(w, axis, g * hidden, (g + 1) * hidden));
   return blocks.size() == 1 ? blocks[0] : concat(blocks, axis);
 }
 
@@ -132,7 +118,7 @@ std::vector<Var> recurrent_import(const NodeContext& c, nn::CellKind kind) {
 
   Var x = c.input(0);
   if (batch_first) x = transpose(x, 0, 1);  // [T, B, I]
-  const std::int64_t gates = static_cast<std::int64_t>(pytorch_gate_order(kind).size());
+  const std::int64_t gates = nn::describe(kind).gate_count();
   check_weight_shapes(c, x, static_cast<std::int64_t>(directions), gates, hidden);
   const std::int64_t steps = x.size(0), batch = x.size(1);
   const std::vector<std::int64_t> lengths = sequence_lengths(c, steps, batch);
