@@ -3,7 +3,8 @@
 // states and the gradients of a fixed loss with respect to the input, the initial states
 // and every parameter agree to 1e-10 (float64) and 1e-5 (float32) relative. The cases under
 // tests/data/rnn_packed/ ran PyTorch on pack_padded_sequence(input, lengths) and run ours
-// with the same `lengths`.
+// with the same `lengths`. Those under tests/data/rnn_proj/ are LSTMs with a projection
+// (proj_size), run both fused and, with recomputation asked for, as a scan of cells.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ namespace fs = std::filesystem;
 
 const fs::path kDir = fs::path(RECUR_TEST_DATA) / "rnn";
 const fs::path kPackedDir = fs::path(RECUR_TEST_DATA) / "rnn_packed";
+const fs::path kProjDir = fs::path(RECUR_TEST_DATA) / "rnn_proj";
 
 std::vector<std::string> case_names(const fs::path& root = kDir) {
   std::vector<std::string> names;
@@ -42,15 +44,17 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return scale > 0 ? diff / scale : diff;
 }
 
-enum Config { kKind, kLayers, kBidirectional, kBatchFirst, kRelu, kBias, kGivenState, kInput, kHidden };
+enum Config { kKind, kLayers, kBidirectional, kBatchFirst, kRelu, kBias, kGivenState, kInput, kHidden, kProj };
 
 struct Layer {
   std::shared_ptr<const RecurrentLayer> module;  // a shared_ptr deletes the derived type
   std::function<RecurrentOutput(const Var&, const Var&, const Var&, const SequenceLengths&)> call;
 };
 
-Layer make_layer(const std::vector<std::int64_t>& c, DType dtype) {
+Layer make_layer(const std::vector<std::int64_t>& c, DType dtype, Checkpoint checkpoint) {
   RecurrentOptions o;
+  if (c.size() > kProj) o.proj_size = c[kProj];
+  o.checkpoint = checkpoint;
   o.input_size = c[kInput];
   o.hidden_size = c[kHidden];
   o.num_layers = c[kLayers];
@@ -79,14 +83,14 @@ Layer make_layer(const std::vector<std::int64_t>& c, DType dtype) {
 
 // One case folder: the layer with PyTorch's weights, its outputs and gradients against
 // PyTorch's (with the folder's lengths.npy, if any, as the layer's lengths).
-void expect_matches_torch(const fs::path& dir) {
+void expect_matches_torch(const fs::path& dir, Checkpoint checkpoint = {}) {
   const bool f64 = dir.filename().string().ends_with("float64");
   const DType dtype = f64 ? DType::float64 : DType::float32;
   const double tol = f64 ? 1e-10 : 1e-5;
   auto load = [&](const std::string& name) { return load_npy(dir / (name + ".npy")); };
   const auto config = to_vector<std::int64_t>(load("config"));
   const bool given = config[kGivenState] != 0, lstm = config[kKind] == 1;
-  const Layer layer = make_layer(config, dtype);
+  const Layer layer = make_layer(config, dtype, checkpoint);
 
   // Our parameter names are exactly PyTorch's, and each takes PyTorch's value.
   std::set<std::string> torch_names;
@@ -143,7 +147,19 @@ TEST_P(TorchPackedRecurrent, OutputsAndEveryGradientMatch) { expect_matches_torc
 INSTANTIATE_TEST_SUITE_P(Fixtures, TorchPackedRecurrent, ::testing::ValuesIn(case_names(kPackedDir)),
                          [](const auto& info) { return info.param; });
 
+class TorchProjectedLstm : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchProjectedLstm, FusedOutputsAndEveryGradientMatch) { expect_matches_torch(kProjDir / GetParam()); }
+TEST_P(TorchProjectedLstm, ScanOutputsAndEveryGradientMatch) {
+  expect_matches_torch(kProjDir / GetParam(), Checkpoint::every_k(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TorchProjectedLstm, ::testing::ValuesIn(case_names(kProjDir)),
+                         [](const auto& info) { return info.param; });
+
 TEST(TorchRecurrentFixtures, AreThere) {
+  // 4 projected LSTMs (1 and 2 layers, bidirectional, batch-first without biases, lengths).
+  EXPECT_EQ(case_names(kProjDir).size(), 8u);
   // 9 configurations in two dtypes: a missing folder would silently skip its case.
   EXPECT_EQ(case_names().size(), 18u);
   // 5 packed-sequence configurations (LSTM and GRU, stacked and bidirectional) in two dtypes.

@@ -36,6 +36,17 @@ std::function<std::vector<Shape>(Rng&)> cell_shapes(std::int64_t gates, bool wit
 
 CellWeights weights(S x, std::size_t first) { return {x[first], x[first + 1], x[first + 2], x[first + 3]}; }
 
+// A projected LSTM's arguments: x [B, I] (or [T, B, I] with `steps`), h [B, P], c [B, H],
+// w_ih [4H, I], w_hh [4H, P], b_ih and b_hh [4H], w_hr [P, H] with P < H.
+std::function<std::vector<Shape>(Rng&)> projected_lstm_shapes(bool steps) {
+  return [=](Rng& rng) {
+    const std::int64_t b = draw(rng, 1, 3), i = draw(rng, 1, 3), h = draw(rng, 2, 3), p = draw(rng, 1, h - 1);
+    return std::vector<Shape>{steps ? Shape{draw(rng, 1, 3), b, i} : Shape{b, i}, {b, p}, {b, h}, {4 * h, i},
+                              {4 * h, p}, {4 * h}, {4 * h}, {p, h}};
+  };
+}
+CellWeights projected_weights(S x) { return {x[3], x[4], x[5], x[6], x[7]}; }
+
 // Every step's h (and c) of a scan over x's projection, as the layers run it.
 Var lstm_scan(S x) {
   const Var xp = project(x[0], x[3], x[5] + x[6]);
@@ -87,6 +98,10 @@ std::vector<GradCase> recurrent_cases() {
          const LstmState s = lstm_cell(x[0], x[1], x[2], weights(x, 3));
          return concat({s.h, s.c}, 1);
        }},
+      {"lstm_cell_projected", projected_lstm_shapes(false), [](S x) {
+         const LstmState s = lstm_cell(x[0], x[1], x[2], projected_weights(x));
+         return concat({s.h, s.c}, 1);
+       }},
       {"gru_cell", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2)); }},
       {"gru_cell_onnx", cell_shapes(3, false), [](S x) { return gru_cell(x[0], x[1], weights(x, 2), false); }},
       GradCase{"lstm_step_scan", cell_shapes(4, true, true), lstm_scan}
@@ -116,6 +131,15 @@ std::vector<GradCase> recurrent_cases() {
          const FusedOutputs r = fused_recurrence_split({}, x[0], weights(x, 3), x[1], x[2]);
          const Var out = concat({r.outputs, unsqueeze(r.c_n, 0)}, 0);
          return out * out;
+       }},
+      // The projected LSTM: h' = (o * tanh(c')) W_hr^T of size P, c' of size H.
+      {"fused_recurrence_split_lstm_projected_squared", projected_lstm_shapes(true), [](S x) {
+         const FusedOutputs r = fused_recurrence_split({}, x[0], projected_weights(x), x[1], x[2]);
+         return concat({reshape(r.outputs * r.outputs, {-1}), reshape(r.c_n, {-1})}, 0);
+       }},
+      {"fused_recurrence_split_lstm_projected_reverse", projected_lstm_shapes(true), [](S x) {
+         const FusedOutputs r = fused_recurrence_split({.reverse = true}, x[0], projected_weights(x), x[1], x[2]);
+         return concat({reshape(r.outputs, {-1}), reshape(r.c_n * r.c_n, {-1})}, 0);
        }},
       {"fused_recurrence_split_lstm_cell_only_reverse", cell_shapes(4, true, true), [](S x) {
          const FusedOutputs r = fused_recurrence_split({.reverse = true}, x[0], weights(x, 3), x[1], x[2]);
