@@ -1,5 +1,6 @@
 // recur::onnx_io::save of the sequence layers (export_layers.hpp): the graph of one ONNX
-// RNN / LSTM / GRU node per layer and the ops that join them.
+// RNN / LSTM / GRU node per layer and the ops that join them; a projected LSTM's layers,
+// which ONNX's LSTM cannot hold, as Scans of the cell's equations (export_projected_lstm.cpp).
 #include <recur/ops/onnx/export_layers.hpp>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include <recur/ops/onnx/error.hpp>
 #include <recur/ops/onnx/export/export_graph_detail.hpp>
 #include <recur/ops/onnx/export/export_layer_weights_detail.hpp>
+#include <recur/ops/onnx/export/export_projected_lstm_detail.hpp>
 
 namespace recur::onnx_io {
 namespace {
@@ -25,16 +27,16 @@ struct LayerGraph {
   const LayerExportOptions& options;
   ::onnx::GraphProto graph{};
   std::int64_t layers = rnn.options().num_layers, directions = rnn.num_directions(),
-               hidden = rnn.options().hidden_size;
+               hidden = rnn.options().hidden_size, h_size = rnn.h_size();  // h_size: P with a projection
   int type = detail::element_type(rnn.options().dtype);
   bool lstm = rnn.kind() == nn::CellKind::lstm;
 
   std::string layer_name(const std::string& what, std::int64_t k) const { return what + "_l" + std::to_string(k); }
 
-  // h0 (or c0) [D*L, B, H] split into one [D, B, H] input per layer: their names.
-  std::vector<std::string> split_state(const std::string& state) {
+  // h0 (or c0) [D*L, B, n] split into one [D, B, n] input per layer: their names.
+  std::vector<std::string> split_state(const std::string& state, std::int64_t n) {
     if (!options.initial_state) return std::vector<std::string>(static_cast<std::size_t>(layers));
-    add_input(state, {layers * directions, "B", hidden});
+    add_input(state, {layers * directions, "B", n});
     if (layers == 1) return {state};
     std::vector<std::string> parts;
     for (std::int64_t k = 0; k < layers; ++k) parts.push_back(layer_name(state, k));
@@ -50,6 +52,7 @@ struct LayerGraph {
   // The node of layer k reading x [T, B, I_k]; returns the name of its output as [T, B, D*H].
   std::string add_layer(std::int64_t k, const std::string& x, const std::string& h0, const std::string& c0,
                         const std::string& lengths) {
+    if (rnn.options().proj_size > 0) return detail::add_projected_lstm_layer(graph, rnn, k, x, h0, c0).y;
     const detail::OnnxLayerWeights w = detail::onnx_layer_weights(rnn, k);
     const std::string W = layer_name("W", k), R = layer_name("R", k), B = w.b.defined() ? layer_name("B", k) : "";
     detail::add_initializer(graph, W, w.w);
@@ -77,22 +80,22 @@ struct LayerGraph {
     return joined;
   }
 
-  // The layers' final states joined along axis 0 as the output `name`.
-  void concat_states(const std::string& name, const std::string& each) {
+  // The layers' final states [D, B, n] joined along axis 0 as the output `name`.
+  void concat_states(const std::string& name, const std::string& each, std::int64_t n) {
     std::vector<std::string> parts;
     for (std::int64_t k = 0; k < layers; ++k) parts.push_back(layer_name(each, k));
     detail::set_attribute(detail::add_node(graph, "Concat", parts, {name}, "concat_" + name), "axis", std::int64_t{0});
-    detail::add_output(graph, name, type, {layers * directions, "B", hidden});
+    detail::add_output(graph, name, type, {layers * directions, "B", n});
   }
 
   ::onnx::GraphProto build() {
     graph.set_name(options.graph_name);
     const bool batch_first = rnn.options().batch_first;
-    const std::int64_t input_size = rnn.options().input_size, width = directions * hidden;
+    const std::int64_t input_size = rnn.options().input_size, width = directions * h_size;
     add_input("input", batch_first ? std::vector<detail::Dim>{"B", "T", input_size}
                                    : std::vector<detail::Dim>{"T", "B", input_size});
-    const std::vector<std::string> h0 = split_state("h0");
-    const std::vector<std::string> c0 = lstm ? split_state("c0") : std::vector<std::string>(h0.size());
+    const std::vector<std::string> h0 = split_state("h0", h_size);
+    const std::vector<std::string> c0 = lstm ? split_state("c0", hidden) : std::vector<std::string>(h0.size());
     std::string lengths;
     if (options.sequence_lens) {
       lengths = "sequence_lens";
@@ -111,8 +114,8 @@ struct LayerGraph {
     if (batch_first) detail::set_attribute(out, "perm", std::vector<std::int64_t>{1, 0, 2});
     detail::add_output(graph, "output", type,
                        batch_first ? std::vector<detail::Dim>{"B", "T", width} : std::vector<detail::Dim>{"T", "B", width});
-    concat_states("h_n", "Y_h");
-    if (lstm) concat_states("c_n", "Y_c");
+    concat_states("h_n", "Y_h", h_size);
+    if (lstm) concat_states("c_n", "Y_c", hidden);
     return std::move(graph);
   }
 };
@@ -120,9 +123,9 @@ struct LayerGraph {
 }  // namespace
 
 ::onnx::ModelProto layer_model(const nn::RecurrentLayer& layer, const LayerExportOptions& options) {
-  if (layer.options().proj_size > 0)  // ONNX's LSTM has no projection
-    fail<UnsupportedError>(kOp, "an LSTM with proj_size = ", layer.options().proj_size,
-                           " has no ONNX LSTM form: export a scan of its cell instead (onnx_io::scan_model)");
+  if (layer.options().proj_size > 0 && options.sequence_lens)  // its Scans run every step
+    fail<UnsupportedError>(kOp, "option 'sequence_lens' with an LSTM of proj_size = ", layer.options().proj_size,
+                           " is not supported: its layers are written as Scans of the cell, which run every step");
   return detail::checked_model(kOp, LayerGraph{layer, options}.build(), kOpset);
 }
 
