@@ -14,10 +14,14 @@ Shape left_pad(const Shape& shape, std::size_t rank) {
   return out;
 }
 
-struct BroadcastTo {
-  static constexpr std::string_view name = "broadcast_to";
+// The one parameter of broadcast_to and sum_to: the shape they go to.
+struct ToShape {
   Shape shape;
   OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
+};
+
+struct BroadcastTo : ToShape {
+  static constexpr std::string_view name = "broadcast_to";
   Tensor forward(const Tensor& x) const {
     if (x.shape() == shape) return x;
     if (broadcast_shapes(name, x.shape(), shape, "x", "shape") != shape)
@@ -44,10 +48,8 @@ struct BroadcastTo {
   }
 };
 
-struct SumTo {
+struct SumTo : ToShape {
   static constexpr std::string_view name = "sum_to";
-  Shape shape;
-  OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
   Tensor forward(const Tensor& x) const {
     if (x.shape() == shape) return x;
     if (shape.size() > x.shape().size() || broadcast_shapes(name, shape, x.shape(), "shape", "x") != x.shape())
@@ -67,12 +69,12 @@ struct SumTo {
 }  // namespace
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  return x.shape() == shape ? x : BroadcastTo{shape}.forward(x);
+  return x.shape() == shape ? x : BroadcastTo{{shape}}.forward(x);
 }
 Var broadcast_to(const Var& x, const Shape& shape) {
-  return x.shape() == shape ? x : record(BroadcastTo{shape}, x);
+  return x.shape() == shape ? x : record(BroadcastTo{{shape}}, x);
 }
-Tensor sum_to(const Tensor& x, const Shape& shape) { return x.shape() == shape ? x : SumTo{shape}.forward(x); }
-Var sum_to(const Var& x, const Shape& shape) { return x.shape() == shape ? x : record(SumTo{shape}, x); }
+Tensor sum_to(const Tensor& x, const Shape& shape) { return x.shape() == shape ? x : SumTo{{shape}}.forward(x); }
+Var sum_to(const Var& x, const Shape& shape) { return x.shape() == shape ? x : record(SumTo{{shape}}, x); }
 
 }  // namespace recur
