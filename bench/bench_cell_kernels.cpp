@@ -1,5 +1,5 @@
 // The cells' elementwise kernels compiled for AVX2 against the portable ones
-// (ops/nn/cell_kernel_choice_detail.hpp), in the same run: one LSTM step's elementwise
+// (ops/kernels/cell_kernel_choice_detail.hpp), in the same run: one LSTM step's elementwise
 // forward and backward over the L configuration's rows (B64 H1024, what runs between the
 // per-step products), and whole LSTM and GRU training steps of the RNN suite's M
 // configuration with each table, paired (bench::paired_ratio: portable time / AVX2 time).

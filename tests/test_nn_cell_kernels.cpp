@@ -1,4 +1,4 @@
-// One kernel per cell (ops/nn/cell_kernels_detail.hpp), seen from outside: the per-step
+// One kernel per cell (ops/kernels/cell_kernels_detail.hpp), seen from outside: the per-step
 // ops of pointwise.hpp and the fused layer op of fused_recurrence.hpp run the same
 // arithmetic. With projections that add no rounding (w_ih the identity, w_hh zero, no
 // bias: the fused op's pre-activations are then x itself), a fused direction and a chain

@@ -1,4 +1,4 @@
-// The vectorized activations of the fused recurrent ops (ops/fast_math_detail.hpp) against the
+// The vectorized activations of the fused recurrent ops (ops/kernels/fast_math_detail.hpp) against the
 // C library's exp, tanh and 1 / (1 + exp(-x)) computed in long double: a few ulp over
 // the whole range, exact limits, NaN propagated.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The tables of cell kernels (ops/nn/cell_kernel_table_detail.hpp): every function of every
+// The tables of cell kernels (ops/kernels/cell_kernel_table_detail.hpp): every function of every
 // table this CPU runs gives the portable table's bits, on rows that end mid-vector and on
 // values from the saturated tails, NaN and infinity included; whole fused layers (LSTM,
 // both GRU forms, RNN) give the same outputs and gradients bit for bit whichever table

@@ -7,7 +7,7 @@
 // per-step ops' backward. Gate order and equations are PyTorch's (pointwise.hpp).
 //
 // Each row function is a few branch-free loops that the compiler vectorizes; the
-// activations are the row kernels of ops/fast_math_detail.hpp. Callers reach them through
+// activations are the row kernels of ops/kernels/fast_math_detail.hpp. Callers reach them through
 // cell_kernel_choice_detail.hpp: they are compiled for the portable baseline and for AVX2
 // (cell_kernel_table_detail.hpp; the inline namespace below keeps the two copies apart).
 #include <cstdint>

@@ -44,6 +44,9 @@ struct FusedRecurrenceOptions {
 // whatever the direction,
 //   RNN, GRU: [T, B, H], h_t at every step;
 //   LSTM:     [T + 1, B, H], h_t at rows 0..T-1 and the final cell state at row T.
+// An LSTM's w_hr [P, H] (CellWeights::w_hr, PyTorch's proj_size) projects h: h0 and the
+// output rows are [B, P], c0 and c_n [B, H]; such a direction takes fused_recurrence_split
+// (ValueError from fused_recurrence, whose row T would be c).
 // With lengths, an element's rows at the times it does not run hold its carried state
 // (forward: the state at its last step; reverse: h0), so the last loop step's row
 // (T - 1, or 0 under reverse) is every element's final state; the layers zero the others.

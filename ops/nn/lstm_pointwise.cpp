@@ -2,7 +2,7 @@
 // activations from the gates (kept on the tape anyway as the op's input) rather than
 // storing them: the op stays a pure function of its inputs, so a scan checkpoint that
 // releases and replays it needs nothing else, and the vectorized activations
-// (ops/fast_math_detail.hpp) make the recomputation cheaper than keeping them would be in memory.
+// (ops/kernels/fast_math_detail.hpp) make the recomputation cheaper than keeping them would be in memory.
 #include <algorithm>
 #include <vector>
 
