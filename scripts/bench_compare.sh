@@ -13,13 +13,22 @@ rounds="${3:-3}"
 filter="${4:-^(overhead/|scan/tanh_step|lstm/(full_tape|checkpoint_auto)|rnn/)}"
 export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+# JSON, not CSV: Google Benchmark's CSV writer aborts when a later benchmark has counters
+# the first did not (the rnn/ suite's loss and matmul_flops).
+json=$(mktemp)
+trap 'rm -f "$results" "$json"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for side in before after after before; do
     binary=$([[ $side == before ]] && echo "$before" || echo "$after")
     "$binary" --benchmark_filter="$filter" --benchmark_repetitions=3 \
-      --benchmark_display_aggregates_only=true --benchmark_format=csv 2>/dev/null |
-      awk -F, -v side="$side" '/_median"/ {gsub(/"|_median/, "", $1); print side "," $1 "," $3}' >> "$results"
+      --benchmark_display_aggregates_only=true --benchmark_format=json > "$json" 2>/dev/null
+    python3 - "$json" "$side" >> "$results" <<'PY'
+import json, sys
+scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") == "median":
+        print(f"{sys.argv[2]},{b['run_name']},{b['real_time'] * scale[b['time_unit']]}")
+PY
   done
 done
 python3 - "$results" <<'PY'
