@@ -1,6 +1,7 @@
 #include <recur/autodiff/op_attributes.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include <recur/core/error.hpp>
@@ -30,6 +31,11 @@ bool OpAttributes::operator==(const OpAttributes& other) const {
   return std::equal(items_.begin(), items_.end(), other.items_.begin(), other.items_.end(),
                     [](const OpAttribute& a, const OpAttribute& b) { return a.name == b.name && a.value == b.value; });
 }
+
+namespace detail {
+std::optional<OpAttributes> no_parameters(const void*) { return OpAttributes{}; }
+std::optional<OpAttributes> undescribed_parameters(const void*) { return std::nullopt; }
+}  // namespace detail
 
 std::string to_string(const OpAttributes& attributes) {
   std::ostringstream out;
