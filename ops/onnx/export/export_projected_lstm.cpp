@@ -6,6 +6,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/onnx/export/export_graph_detail.hpp>
+#include <recur/ops/onnx/export/export_lstm_equations_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::onnx_io::detail {
@@ -48,7 +49,7 @@ std::string direction_of(::onnx::GraphProto& graph, const Namer& name, const std
                              bool bias) {
   ::onnx::GraphProto body;
   body.set_name(name("cell"));
-  const std::string h = name("h"), c = name("c"), x = name("x_t");
+  const std::string h = name("h_prev"), c = name("c_prev"), x = name("x_t");
   add_input(body, h, type, {"B", proj});
   add_input(body, c, type, {"B", hidden});
   add_input(body, x, type, {"B", input});
@@ -61,11 +62,7 @@ std::string direction_of(::onnx::GraphProto& graph, const Namer& name, const std
   if (bias) gates = node("Add", {gates, name("B_sum")}, "gates");
   const std::vector<std::string> g{name("gate_i"), name("gate_f"), name("gate_g"), name("gate_o")};
   set_attribute(add_node(body, "Split", {gates, name("gate_sizes")}, g, name("node_split")), "axis", std::int64_t{1});
-  const std::string c_next = node("Add",
-                                  {node("Mul", {node("Sigmoid", {g[1]}, "forget"), c}, "kept"),
-                                   node("Mul", {node("Sigmoid", {g[0]}, "input"), node("Tanh", {g[2]}, "cell")}, "written")},
-                                  "c_next");
-  const std::string m = node("Mul", {node("Sigmoid", {g[3]}, "output"), node("Tanh", {c_next}, "c_tanh")}, "m");
+  const auto [c_next, m] = lstm_equations(node, g, c);
   const std::string h_next = node("MatMul", {m, name("Hr_t")}, "h_next");
   const std::string h_out = node("Identity", {h_next}, "h_out");
   add_output(body, h_next, type, {"B", proj});

@@ -2,6 +2,7 @@
 // GRUCell and the cell functions of ops/nn/cells.hpp record, as the ONNX ops of their
 // equations in the body of an exported scan.
 #include <recur/ops/nn/pointwise.hpp>
+#include <recur/ops/onnx/export/export_lstm_equations_detail.hpp>
 #include <recur/ops/onnx/export/export_op_view_detail.hpp>
 
 namespace recur::onnx_io::detail {
@@ -30,13 +31,11 @@ void rnn_pointwise(const OpView& v) {
 // gates [B, 4H] (i f g o), c [B, H] -> concat(h', c'): c' = sig(f) c + sig(i) tanh(g),
 // h' = sig(o) tanh(c').
 void lstm_pointwise(const OpView& v) {
-  const std::vector<std::string> g = gate_blocks(v, 0, 4, "gate");
-  const std::string i = v.step("Sigmoid", {g[0]}, "input_gate"), f = v.step("Sigmoid", {g[1]}, "forget_gate"),
-                    cell = v.step("Tanh", {g[2]}, "cell_gate"), o = v.step("Sigmoid", {g[3]}, "output_gate");
-  const std::string c_next =
-      v.step("Add", {v.step("Mul", {f, v.in(1)}, "kept"), v.step("Mul", {i, cell}, "written")}, "c");
-  const std::string h_next = v.step("Mul", {o, v.step("Tanh", {c_next}, "c_tanh")}, "h");
-  set_attribute(v.node("Concat", {h_next, c_next}), "axis", std::int64_t{1});
+  auto node = [&](const std::string& type, const std::vector<std::string>& in, const std::string& hint) {
+    return v.step(type, in, hint);
+  };
+  const LstmEquationOutputs next = lstm_equations(node, gate_blocks(v, 0, 4, "gate"), v.in(1));
+  set_attribute(v.node("Concat", {next.m, next.c_next}), "axis", std::int64_t{1});
 }
 
 // xproj, hproj [B, 3H] (r z n), h [B, H] -> h' = n + z (h - n): r = sig(x_r + h_r),

@@ -17,7 +17,8 @@ namespace recur::onnx_io::detail {
 namespace {
 
 // Random values in [0.25, 1): distinct, positive (log and sqrt of a stand-in are defined),
-// so no two attribute values of an op give the same output by accident.
+// and different in the two traces, so that a constant computed from them (a comparison
+// mask) shows as a difference (trace_step).
 Tensor stand_in(const Shape& shape, DType dtype, Generator& gen) { return uniform(shape, 0.25, 1.0, gen, dtype); }
 
 // Sees every op the step records and gives each Shared it reads a stand-in node.
