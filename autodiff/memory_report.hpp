@@ -38,6 +38,10 @@ struct RegionMemory {
   // How the region keeps what backward needs, in its construct's words: "full tape",
   // "every_k(10)", "auto_sqrt (k = 4)", "snapshots(4)", "budget(384 B) -> snapshots(4)".
   std::string policy = "full tape";
+  // How its steps were recorded: "captured" (the step function ran twice, the other steps
+  // came from its program) or "recorded" with the reason ("recorded: the step returns an
+  // until condition"); empty for a construct without steps of its own kind.
+  std::string step;
   std::size_t nodes = 0;          // nodes the region recorded (its steps and its stacking)
   std::size_t bytes = 0;          // bytes charged to those nodes (an enclosed region's included)
   // The most bytes its recomputation adds while backward runs (0 for a full tape, or once

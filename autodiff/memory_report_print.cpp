@@ -69,12 +69,13 @@ std::string MemoryReport::to_string() const {
        << " only they hold (freed with the tape)\n";
   if (!regions.empty()) {
     Table region_table({true, false, true});
-    region_table.add({"region", "steps", "policy", "nodes", "bytes", "replay"});
+    region_table.add({"region", "steps", "policy", "nodes", "bytes", "replay", "step"});
     // A region inside a long loop's step is one per step: the table shows the first ones.
     constexpr std::size_t kMaxRows = 20;
     for (const RegionMemory& r : std::span(regions).first(std::min(regions.size(), kMaxRows)))
       region_table.add({std::string(2 * static_cast<std::size_t>(r.depth), ' ') + r.name, std::to_string(r.steps),
-                        r.policy, std::to_string(r.nodes), format_bytes(r.bytes), format_bytes(r.replay_bytes)});
+                        r.policy, std::to_string(r.nodes), format_bytes(r.bytes), format_bytes(r.replay_bytes),
+                        r.step.substr(0, r.step.find(':'))});
     region_table.print(os, "  ");
     if (regions.size() > kMaxRows) os << "  ... and " << regions.size() - kMaxRows << " more regions\n";
   }

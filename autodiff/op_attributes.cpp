@@ -1,4 +1,5 @@
 #include <recur/autodiff/op_attributes.hpp>
+#include <recur/autodiff/op_box.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -35,6 +36,7 @@ bool OpAttributes::operator==(const OpAttributes& other) const {
 namespace detail {
 std::optional<OpAttributes> no_parameters(const void*) { return OpAttributes{}; }
 std::optional<OpAttributes> undescribed_parameters(const void*) { return std::nullopt; }
+std::vector<Tensor> single_output(const void*) { return {}; }
 }  // namespace detail
 
 std::string to_string(const OpAttributes& attributes) {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <recur/autodiff/op_attributes.hpp>
 #include <recur/autodiff/var.hpp>
@@ -53,6 +54,10 @@ class GradSink {
   // The input's gradient so far: a dense buffer of its shape, zero where nothing was
   // added yet, that no other tensor shares.
   virtual Tensor& dense(std::size_t input) = 0;
+  // Which backward pass this is (distinct for every pass a process runs): a rule that
+  // defers work to a later node of the same pass (a loop's batched weight gradient) tells
+  // its own pass from an earlier one that stopped half-way.
+  virtual std::uint64_t pass() const = 0;
 
  protected:
   ~GradSink() = default;
@@ -75,6 +80,8 @@ struct BackwardArgs {
 
 namespace detail {
 
+class OpBox;
+
 struct OpVTable {
   std::string_view name;
   // Runs forward again on the same inputs: recomputation of released values (a loop's
@@ -93,12 +100,20 @@ struct OpVTable {
   // not say what they are (the coverage test of tests/test_op_attributes.cpp fails on one in ops/).
   // Last: the entries recording and backward use stay within the table's first 64 bytes.
   std::optional<OpAttributes> (*attributes)(const void* op);
+  // A copy of the op in `dst`; nullptr for an op that cannot be copied. A captured loop
+  // step (ops/scan/step_program_detail.hpp) records its ops again from copies.
+  void (*clone)(OpBox& dst, const void* op);
+  // A multi-output op's outputs after the first, right after forward (record_outputs);
+  // empty for an op with one output.
+  std::vector<Tensor> (*more_outputs)(const void* op);
 };
 
 // What an op without data members says of its parameters (none), and what one with data
 // members and no attributes() says (nullopt: it cannot describe them).
 std::optional<OpAttributes> no_parameters(const void* op);
 std::optional<OpAttributes> undescribed_parameters(const void* op);
+// What an op with one output says of its other outputs (none).
+std::vector<Tensor> single_output(const void* op);
 
 // Arity of an op recorded with record_list (forward takes a span).
 inline constexpr std::size_t kListArity = static_cast<std::size_t>(-1);
@@ -161,6 +176,14 @@ class OpBox {
   Grads<Tensor> saved() const { return vt_->saved(buf_); }
   void drop_saved() const { vt_->drop_saved(buf_); }
   std::optional<OpAttributes> attributes() const { return vt_->attributes(buf_); }
+  bool copyable() const { return vt_->clone != nullptr; }
+  // A copy of the op (copyable() must hold).
+  OpBox clone() const {
+    OpBox box;
+    vt_->clone(box, buf_);
+    return box;
+  }
+  std::vector<Tensor> more_outputs() const { return vt_->more_outputs(buf_); }
 
  private:
   void reset() {
@@ -195,6 +218,23 @@ class OpBox {
       return Entry(&undescribed_parameters);
   }
 
+  template <class O, std::size_t Arity, class Storage>
+  static constexpr auto clone_entry() {
+    using Entry = void (*)(OpBox&, const void*);
+    if constexpr (std::is_copy_constructible_v<O>)
+      return Entry([](OpBox& dst, const void* p) { dst = make<Arity>(O(Storage::get(p))); });
+    else
+      return Entry(nullptr);
+  }
+  template <class O, class Storage>
+  static constexpr auto more_outputs_entry() {
+    using Entry = std::vector<Tensor> (*)(const void*);
+    if constexpr (requires(const O& op) { op.more_outputs(); })
+      return Entry([](const void* p) -> std::vector<Tensor> { return Storage::get(p).more_outputs(); });
+    else
+      return Entry(&single_output);
+  }
+
   // Where an op lives: in the buffer itself, or on the heap behind a pointer in the buffer.
   template <class O>
   struct InlineStorage {
@@ -222,7 +262,9 @@ class OpBox {
       [](const void* p) { drop_saved_of(Storage::get(p)); },
       &Storage::relocate,
       &Storage::destroy,
-      attributes_entry<O, Storage>()};
+      attributes_entry<O, Storage>(),
+      clone_entry<O, Arity, Storage>(),
+      more_outputs_entry<O, Storage>()};
 
   alignas(16) unsigned char buf_[kInline];
   const OpVTable* vt_ = nullptr;

@@ -2,6 +2,7 @@
 // two modes. TensorMode is plain backward (gradients are values); VarMode records the
 // pass on the tape (grad with create_graph), so gradients can be differentiated again.
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -105,8 +106,9 @@ class PassGrads {
 // Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
 class InputGrads final : public detail::GradSink {
  public:
-  InputGrads(std::vector<Tensor>& grads, const Tape& tape, const detail::Node& node)
-      : grads_(grads), tape_(tape), node_(node) {}
+  InputGrads(std::vector<Tensor>& grads, const Tape& tape, const detail::Node& node, std::uint64_t pass)
+      : grads_(grads), tape_(tape), node_(node), pass_(pass) {}
+  std::uint64_t pass() const override { return pass_; }
   Tensor& dense(std::size_t input) override {
     const std::uint32_t id = node_.inputs[input];
     Tensor& acc = grads_[id];
@@ -120,7 +122,14 @@ class InputGrads final : public detail::GradSink {
   std::vector<Tensor>& grads_;
   const Tape& tape_;
   const detail::Node& node_;
+  std::uint64_t pass_;
 };
+
+// A number no other backward pass of the process has.
+std::uint64_t new_pass() {
+  static std::atomic<std::uint64_t> passes{0};
+  return ++passes;
+}
 
 // Tells a BackwardObserver when each Shared's gradient is final: once the loop is below the
 // lowest node reading it. `lowest` lists (node, Shared) in descending node order.
@@ -149,7 +158,7 @@ class FinalGradients {
 class TensorMode : public PassGrads<Tensor> {
  public:
   TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves, bool consumes, FinalGradients* finals = nullptr)
-      : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes), finals_(finals) {}
+      : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes), finals_(finals), pass_(new_pass()) {}
   bool consumes() const { return consumes_; }
   void passing(std::uint32_t i) {
     if (finals_) finals_->passing(i);
@@ -169,7 +178,7 @@ class TensorMode : public PassGrads<Tensor> {
                          std::span<const Tensor> more) {
     boost::container::small_vector<const Tensor*, 4> inputs;
     for (std::uint32_t in : n.inputs) inputs.push_back(&TapeAccess::node_value(tape_, in));
-    InputGrads sink(grads_, tape_, n);
+    InputGrads sink(grads_, tape_, n, pass_);
     return n.op.backward(
         BackwardArgs<Tensor>{g, InputList<Tensor>(inputs.data(), inputs.size()), n.value, needs, &sink, more});
   }
@@ -177,6 +186,7 @@ class TensorMode : public PassGrads<Tensor> {
  private:
   bool to_leaves_, consumes_;
   FinalGradients* finals_;
+  std::uint64_t pass_;
 };
 
 // create_graph: rules run on Vars, so what they compute is recorded on the tape.

@@ -31,8 +31,9 @@ Var record(Op op, const Vs&... inputs) {
   TapeAccess::check_inputs(tape, Op::name, ids);
   Tensor out = op.forward(TapeAccess::node_value(tape, inputs.id())...);
   const bool needs = grad_enabled() && (TapeAccess::requires_grad(tape, inputs.id()) || ...);
+  const bool keep = needs || TapeAccess::keeps_all_ops(tape);
   return TapeAccess::push(tape, std::move(out), ids,
-                          needs ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), needs);
+                          keep ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), needs);
 }
 
 namespace detail {
@@ -54,8 +55,9 @@ Var record_list_node(Op& op, std::span<const Var> inputs, AfterForward&& after_f
   TapeAccess::check_inputs(tape, Op::name, std::span<const std::uint32_t>(ids.data(), ids.size()));
   Tensor out = op.forward(std::span<const Tensor>(values.data(), values.size()));
   after_forward(std::as_const(op));
+  const bool keep = needs || TapeAccess::keeps_all_ops(tape);
   return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
-                          needs ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
+                          keep ? detail::OpBox::make<detail::kListArity>(std::move(op)) : detail::OpBox(), needs);
 }
 }  // namespace detail
 

@@ -72,7 +72,7 @@ Var Tape::push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBo
 Var TapeAccess::push_output(Tape& tape, Tensor value, std::uint32_t main, std::size_t k) {
   // Under NoGrad, or when no input needs a gradient, the op kept no rule: a plain value.
   const bool linked = static_cast<bool>(tape.nodes_[main].op);
-  Var v = tape.push(std::move(value), {}, {}, linked);
+  Var v = tape.push(std::move(value), {}, {}, tape.nodes_[main].requires_grad);
   if (linked) {
     detail::Node& n = tape.nodes_[v.id()];
     n.inputs.assign(1, main);

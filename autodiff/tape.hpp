@@ -151,6 +151,7 @@ class Tape : NonCopyable {
   std::vector<detail::RegionRecord> regions_;     // one per closed region, for memory_report()
   std::vector<RecordingScope*> scopes_;           // innermost last
   int checking_scopes_ = 0;
+  bool keep_all_ops_ = false;  // every op node keeps its op, needed or not (a loop capturing its step)
   std::uint32_t lowest_consumed_ = UINT32_MAX;  // no node at or below an output consumed: no check
   std::uint32_t slot_ = 0;
   std::uint64_t serial_ = 0;

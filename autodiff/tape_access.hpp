@@ -42,6 +42,17 @@ class TapeAccess {
     if (!op) return std::nullopt;
     return OpDescription{op.name(), op.attributes()};
   }
+  // Every op node recorded from now on keeps its op, even one that needs no gradient (it
+  // still requires none): a loop captures its step from them (ops/scan/step_program_detail.hpp).
+  static void keep_all_ops(Tape& tape, bool keep) { tape.keep_all_ops_ = keep; }
+  static bool keeps_all_ops(const Tape& tape) { return tape.keep_all_ops_; }
+  // Node `id` as stored: its op, inputs and kind of leaf.
+  static const detail::Node& node(const Tape& tape, std::uint32_t id) { return tape.nodes_[id]; }
+  // The Shared that leaf `id` reads; nullptr when it is not a Shared read.
+  static const Shared* shared_read_by(const Tape& tape, std::uint32_t id) {
+    const std::int32_t r = tape.nodes_[id].shared_read;
+    return r < 0 ? nullptr : &tape.shared_reads_[r].shared;
+  }
   // Drops the nodes recorded after the first `size`: how a composite op that fails
   // halfway leaves the tape as it found it (see transactional() in record.hpp).
   static void truncate(Tape& tape, std::uint32_t size) { tape.truncate(size); }
@@ -66,6 +77,8 @@ class TapeAccess {
   static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);
   // A construct's region of nodes closed: noted for Tape::memory_report() (memory_report.cpp).
   static void note_region(Tape& tape, detail::RegionRecord record);
+  // Regions noted so far: a construct that grew it ran a region of its own.
+  static std::size_t region_count(const Tape& tape) { return tape.regions_.size(); }
 
   // ---- scopes (autodiff/recording_scope.hpp) -----------------------------------------------
   static void push_scope(Tape& tape, RecordingScope* scope);

@@ -87,8 +87,15 @@ T Tensor::at(std::initializer_list<std::int64_t> index) const {
   return dispatch(dtype_, [&]<class E>() { return element_cast<T>(static_cast<const E*>(raw_data())[i], "at"); });
 }
 
+namespace detail {
+// Values read on the host with item(), counted per thread: a loop that captures its step
+// (ops/scan/step_program_detail.hpp) does not capture a step that reads one.
+inline thread_local std::uint64_t item_reads = 0;
+}  // namespace detail
+
 template <class T>
 T Tensor::item() const {
+  ++detail::item_reads;
   if (numel_ != 1)
     fail<ShapeError>("item", "expects a tensor of one element, got shape ", to_string(shape_));
   return dispatch(dtype_, [&]<class E>() { return element_cast<T>(*static_cast<const E*>(raw_data()), "item"); });

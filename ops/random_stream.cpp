@@ -127,7 +127,10 @@ Var record_draw(Tape& tape, Op op, const Vs&... inputs) {
   TapeAccess::check_inputs(tape, Op::name, ids);
   Tensor out = op.forward(TapeAccess::node_value(tape, inputs.id())...);
   return TapeAccess::push(tape, std::move(out), ids,
-                          grad_enabled() ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), false);
+                          grad_enabled() || TapeAccess::keeps_all_ops(tape)
+                              ? detail::OpBox::make<sizeof...(Vs)>(std::move(op))
+                              : detail::OpBox(),
+                          false);
 }
 
 // A draw inside a scan: reads the state, records the sample and the advanced state (so a

@@ -1,6 +1,7 @@
 #include <recur/ops/scan/engine.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 
@@ -14,6 +15,7 @@
 #include <recur/ops/scan/lengths_mask_detail.hpp>
 #include <recur/ops/scan/memory_policy_detail.hpp>
 #include <recur/ops/scan/scan_scope_detail.hpp>
+#include <recur/ops/scan/step_program_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::scan_engine {
@@ -57,13 +59,15 @@ class Run final : private detail::LoopState {
     if (steps_ == 0 && p_.infer_extra_outputs) probe();
     const bool recording = grad_enabled();
     base_ = tape_.size();
-    const std::unique_ptr<detail::MemoryPolicy> policy =
-        detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
     std::vector<std::uint32_t> iteration_begin;
-    std::int64_t t = 0;
-    for (; t < steps_; ++t) {
+    std::unique_ptr<detail::MemoryPolicy> policy = detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
+    const Trial trial = try_capture(policy, iteration_begin);
+    if (trial.capture.captured)  // the trial's iterations are gone: a new policy from the new base
+      policy = detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
+    std::int64_t t = trial.kept;
+    for (; !trial.stopped && t < steps_; ++t) {
       iteration_begin.push_back(tape_.size());
-      const bool stop = iterate(t);
+      const bool stop = replay_ ? replay(t) : iterate(t);
       policy->iteration_recorded(*this, t, stop || t + 1 == steps_);
       if (stop) {
         ++t;
@@ -81,9 +85,14 @@ class Run final : private detail::LoopState {
                                 kept_from < iteration_begin.size() ? iteration_begin[kept_from] : tape_.size());
     }
     ScanRun run = finish(t, policy->releases());
-    // What Tape::memory_report() says about this run: its nodes, steps and policy.
+    run.capture = trial.capture;
+    // What Tape::memory_report() says about this run: its nodes, steps, policy and path.
     if (recording)
-      TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face), .steps = t, .policy = policy->text()},
+      TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face),
+                                               .steps = t,
+                                               .policy = policy->text(),
+                                               .step = trial.capture.captured ? "captured"
+                                                                              : "recorded: " + trial.capture.reason},
                                       .begin = scope_.begin, .end = tape_.size()});
     return run;
   }
@@ -162,16 +171,32 @@ class Run final : private detail::LoopState {
     return reversed_ || s.spec->reverse ? steps_ - 1 - t : t;
   }
 
-  // One iteration; true when its `until` condition holds.
-  bool iterate(std::int64_t t) {
+  // The step's arguments at iteration t, in args_: sequence taps, then push_state_args().
+  void collect_args(std::int64_t t) {
     args_.clear();
     for (const auto& s : seqs_) {
       const std::int64_t pos = position(s, t);
       for (auto k : s.spec->taps) args_.push_back(index(s.spec->data, s.axis, s.first + pos + k));
     }
     push_state_args();
+  }
 
+  // One iteration; true when its `until` condition holds.
+  bool iterate(std::int64_t t) {
+    collect_args(t);
     StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
+    return take_result(t, r);
+  }
+
+  // One iteration recorded from the captured program (no `until`: such a step is not captured).
+  bool replay(std::int64_t t) {
+    collect_args(t);
+    StepResult r = replay_->run(std::span<const Var>(args_.data(), args_.size()), scope_);
+    return take_result(t, r);
+  }
+
+  // What iteration t's step returned, taken into the loop's state.
+  bool take_result(std::int64_t t, const StepResult& r) {
     check_result(r, t);
     if (mask_) mask_->begin_iteration(t);
     for (std::size_t j = 0; j < outs_.size(); ++j) {
@@ -197,6 +222,96 @@ class Run final : private detail::LoopState {
       scope_.set_override(shared, value.id());
     }
     return r.until.defined() && r.until.value().item<double>() != 0;
+  }
+
+  // ---- capturing the step (step_program_detail.hpp) ------------------------------------
+  struct Trial {
+    std::int64_t kept = 0;  // iterations it recorded that stay on the tape
+    bool stopped = false;   // the last of them stopped the loop (until)
+    StepCapture capture;
+  };
+  // What the trial changes and puts back when it drops its iterations.
+  struct LoopSnapshot {
+    std::vector<OutputPlan> outs;
+    std::vector<Var> last;
+    Updates updates;
+    std::vector<Shared> implicit;
+    std::vector<std::pair<const void*, std::uint32_t>> overrides;
+  };
+  LoopSnapshot snapshot() const { return {outs_, last_, updates_, implicit_, scope_.overrides}; }
+  void restore(LoopSnapshot s) {
+    outs_ = std::move(s.outs);
+    last_ = std::move(s.last);
+    updates_ = std::move(s.updates);
+    implicit_ = std::move(s.implicit);
+    scope_.overrides = std::move(s.overrides);
+    scope_.implicit_updates.clear();
+  }
+
+  // Records the first two iterations with every op kept, as the loop would (`policy` told of
+  // each), and reads each into a program. The same program twice: the iterations and the
+  // policy are dropped and the loop replays the program from iteration 0. Otherwise the
+  // iterations stay, and the loop goes on calling the step function.
+  Trial try_capture(std::unique_ptr<detail::MemoryPolicy>& policy, std::vector<std::uint32_t>& iteration_begin) {
+    const Capture mode = p_.capture.value_or(default_capture());
+    if (mode == Capture::off) return {0, false, {false, "capture is off"}};
+    if (steps_ < 3) return {0, false, {false, "fewer than 3 steps"}};
+    LoopSnapshot before = snapshot();
+    const std::uint32_t mark = tape_.size();
+    const std::size_t regions = TapeAccess::region_count(tape_);
+    std::optional<detail::StepProgram> programs[2];
+    std::optional<detail::Refusal> refusal;
+    std::vector<std::pair<Shared, Var>> previous_updates;
+    Trial trial;
+    {
+      struct KeepOps {
+        Tape& tape;
+        bool was = TapeAccess::keeps_all_ops(tape);
+        ~KeepOps() { TapeAccess::keep_all_ops(tape, was); }
+      } keep{tape_};
+      TapeAccess::keep_all_ops(tape_, true);
+      for (std::int64_t t = 0; t < 2 && !refusal && !trial.stopped; ++t) {
+        iteration_begin.push_back(tape_.size());
+        collect_args(t);
+        const std::uint32_t begin = tape_.size();
+        const std::uint64_t reads = recur::detail::item_reads;
+        const StepResult r = step_(std::span<const Var>(args_.data(), args_.size()));
+        check_result(r, t);
+        if (r.until.defined())
+          refusal = {true, "the step returns an until condition"};
+        else if (recur::detail::item_reads != reads)
+          refusal = {true, "the step reads a value on the host (item())"};
+        else if (TapeAccess::region_count(tape_) != regions)
+          refusal = {true, "the step runs a loop of its own (that loop captures its own step)"};
+        else {
+          auto [program, why] = detail::read_program(
+              tape_, {.loop_begin = mark, .begin = begin, .end = tape_.size(), .args = args_, .result = &r,
+                      .implicit_updates = scope_.implicit_updates, .previous_updates = previous_updates});
+          if (program) programs[t] = std::move(program);
+          else refusal = std::move(why);
+        }
+        trial.stopped = take_result(t, r);
+        previous_updates.assign(updates_.begin(), updates_.end());
+        policy->iteration_recorded(*this, t, trial.stopped || t + 1 == steps_);
+        ++trial.kept;
+      }
+    }
+    if (!refusal)
+      if (auto diff = detail::difference(*programs[0], *programs[1])) refusal = {true, std::move(*diff)};
+    if (refusal && mode == Capture::required && !refusal->inherent)
+      fail<ValueError>(p_.face, "the step cannot be captured (Capture::required): ", refusal->reason);
+    if (refusal) {
+      trial.capture = {false, refusal->reason};
+      return trial;
+    }
+    policy.reset();
+    restore(std::move(before));
+    TapeAccess::truncate(tape_, mark);
+    iteration_begin.clear();
+    program_ = std::move(programs[1]);
+    replay_.emplace(tape_, *program_);
+    base_ = tape_.size();  // the program's constants stay before the loop's steps
+    return {0, false, {true, ""}};
   }
 
   // The most past values any fed-back output's taps read (1 without taps).
@@ -411,6 +526,8 @@ class Run final : private detail::LoopState {
   Updates updates_;
   std::vector<Shared> implicit_;  // Shared values updated inside the step (random streams)
   std::optional<LengthMask> mask_;  // per-element lengths, when given
+  std::optional<detail::StepProgram> program_;  // the captured step, when it was captured
+  std::optional<detail::StepReplay> replay_;
 };
 
 }  // namespace
@@ -441,3 +558,18 @@ std::pair<std::vector<Var>, std::vector<Var>> split_outputs(const ScanRun& run, 
 }
 
 }  // namespace recur::scan_engine
+
+namespace recur {
+
+Capture default_capture() {
+  static const Capture chosen = [] {
+    const char* v = std::getenv("RECUR_SCAN_CAPTURE");
+    const std::string_view s = v ? v : "";
+    if (s == "off") return Capture::off;
+    if (s == "required") return Capture::required;
+    return Capture::automatic;
+  }();
+  return chosen;
+}
+
+}  // namespace recur

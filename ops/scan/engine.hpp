@@ -49,6 +49,7 @@ struct ScanProgram {
   std::int64_t truncate_gradient = -1;  // -1: full BPTT; k >= 0: the last k steps; else ValueError
   bool strict = false;
   Checkpoint checkpoint;
+  std::optional<Capture> capture;       // unset: default_capture()
   SequenceLengths batch_lengths;        // per batch element (lengths_mask_detail.hpp)
   // When true, outputs the step returns beyond `outputs` are added after the first step,
   // not fed back, shaped like `extra_outputs` (Theano's outputs_info=None, JAX's ys).
@@ -72,6 +73,7 @@ struct ScanRun {
   std::vector<Var> outputs;  // stacked (Keep::all) or last value (Keep::last), per output
   Updates updates;
   std::int64_t steps = 0;    // iterations actually run
+  StepCapture capture;       // whether the steps were captured, and if not, why
 };
 
 ScanRun run(const StepFn& step, const ScanProgram& program);

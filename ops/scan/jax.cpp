@@ -37,6 +37,7 @@ FlatResult scan(const FlatStep& f, const FlatScan& in, const JaxScanOptions& o) 
   p.backwards = o.reverse;
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
+  p.capture = o.capture;
   p.batch_lengths = o.lengths;
   p.infer_extra_outputs = true;
   p.extra_outputs.keep = Keep::all;

@@ -45,6 +45,7 @@ struct JaxScanOptions {
   bool reverse = false;
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
   Checkpoint checkpoint{};              // recompute instead of keeping every step
+  std::optional<Capture> capture{};     // record the step once, replay it (types.hpp); unset: the default
   SequenceLengths lengths{};            // per batch element: steps it runs (types.hpp)
 };
 

@@ -94,6 +94,7 @@ OnnxScanResult run_scan(std::string_view face, const OnnxBody& body, const std::
   scan_engine::add_carried_outputs(p, initial_states);
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
+  p.capture = o.capture;
   p.infer_extra_outputs = true;
   const std::size_t given = std::max({o.scan_output_axes.size(), o.scan_output_directions.size(), keep.size()});
   for (std::size_t k = 0; k < given; ++k) {
@@ -143,6 +144,7 @@ OnnxLoopResult run_loop(std::string_view face, const OnnxBody& body, const std::
   scan_engine::add_carried_outputs(p, initial_states);
   p.truncate_gradient = o.truncate_gradient;
   p.checkpoint = o.checkpoint;
+  p.capture = o.capture;
   p.infer_extra_outputs = true;
   for (const Keep k : keep) {
     scan_engine::OutputSpec spec;

@@ -39,6 +39,7 @@ struct OnnxScanOptions {
   // Not in ONNX; as in every face of recur's scan.
   std::int64_t truncate_gradient = -1;  // k >= 0: backpropagate through the last k steps only
   Checkpoint checkpoint{};              // recompute instead of keeping every step
+  std::optional<Capture> capture{};     // record the body once, replay it (types.hpp); unset: the default
 };
 
 using OnnxBody = std::function<std::vector<Var>(std::span<const Var>)>;
@@ -67,6 +68,7 @@ struct OnnxLoopOptions {
   bool cond = true;                               // ONNX's initial cond (absent in ONNX: true)
   std::int64_t truncate_gradient = -1;           // k >= 0: backpropagate through the last k iterations
   Checkpoint checkpoint{};                        // recompute instead of keeping every iteration
+  std::optional<Capture> capture{};               // record the body once, replay it (types.hpp)
 };
 
 struct OnnxLoopResult {

@@ -28,9 +28,10 @@ ScanResult run_scan(std::string_view face, const StepFn& fn, const ScanOptions& 
   p.truncate_gradient = o.truncate_gradient;
   p.strict = o.strict;
   p.checkpoint = o.checkpoint;
+  p.capture = o.capture;
   p.batch_lengths = o.lengths;
   auto run = scan_engine::run(fn, p);
-  return {std::move(run.outputs), std::move(run.updates), run.steps};
+  return {std::move(run.outputs), std::move(run.updates), run.steps, std::move(run.capture)};
 }
 
 ScanOptions map_options(std::vector<Sequence> sequences, std::vector<Var> non_sequences,

@@ -56,6 +56,7 @@ struct ScanOptions {
   bool strict = false;                  // fn may use only what is passed to scan
   Keep keep = Keep::all;                // Keep::last: return only each output's last value
   Checkpoint checkpoint{};              // recompute instead of keeping every step
+  std::optional<Capture> capture{};     // record the step once, replay it (types.hpp); unset: the default
   SequenceLengths lengths{};            // per batch element: steps it runs (types.hpp)
 };
 
@@ -63,6 +64,7 @@ struct ScanResult {
   std::vector<Var> outputs;  // per output: all steps stacked on a new axis 0 (or the last)
   Updates updates;           // final values of the shared variables fn updated
   std::int64_t steps = 0;    // iterations run (fewer than n_steps when until stopped it)
+  StepCapture capture{};     // whether the step was captured, and if not, why
   const Var& operator[](std::size_t i) const { return outputs.at(i); }
 };
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -103,5 +104,25 @@ struct SequenceLengths {
 
 // Which values of an output scan returns.
 enum class Keep { all, last };
+
+// Whether scan captures its step (docs/scan.md, "Captured steps"): records the step
+// function's first two calls, and when they record the same program, records the other
+// steps from it without calling the function.
+//   automatic  capture where it is safe, else record every call (the default);
+//   off        record every call of the step function;
+//   required   as automatic, but a step that could be the same at every step and is not
+//              captured (an op that cannot be copied or described, a loop inside the
+//              step) is a ValueError naming the reason.
+// The process default is automatic; the environment variable RECUR_SCAN_CAPTURE (off,
+// automatic or required), read once, changes it (the test suite runs its scan tests with
+// each).
+enum class Capture { automatic, off, required };
+Capture default_capture();
+
+// Which path a scan took: captured, or recorded step by step and why.
+struct StepCapture {
+  bool captured = false;
+  std::string reason;  // empty when captured
+};
 
 }  // namespace recur

@@ -1,0 +1,216 @@
+// A recorded step read back as a program, two programs compared, and a program replayed
+// (step_program_detail.hpp).
+#include <recur/ops/scan/step_program_detail.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include <recur/autodiff/no_grad.hpp>
+#include <recur/autodiff/recording_scope.hpp>
+#include <recur/autodiff/tape_access.hpp>
+
+namespace recur::scan_engine::detail {
+namespace {
+
+using Kind = ValueRef::Kind;
+
+class ProgramReader {
+ public:
+  ProgramReader(const Tape& tape, const RecordedStep& step) : tape_(tape), s_(step) {
+    for (const auto& [shared, value] : s_.result->updates) updated_.push_back(shared);
+    for (const auto& [shared, value] : s_.implicit_updates) updated_.push_back(shared);
+  }
+
+  std::pair<std::optional<StepProgram>, Refusal> operator()() {
+    for (std::uint32_t id = s_.begin; id < s_.end; ++id)
+      if (!read_node(id)) return {std::nullopt, refusal_};
+    for (const Var& v : s_.result->outputs) {
+      const auto r = ref_of(v.id());
+      if (!r) return {std::nullopt, refusal_};
+      p_.outputs.push_back(*r);
+    }
+    auto read_updates = [&](auto& into, const auto& updates) {
+      for (const auto& [shared, value] : updates) {
+        const auto r = ref_of(value.id());
+        if (!r) return false;
+        into.emplace_back(shared_index(shared), *r);
+      }
+      return true;
+    };
+    if (!read_updates(p_.updates, s_.result->updates) || !read_updates(p_.implicit_updates, s_.implicit_updates))
+      return {std::nullopt, refusal_};
+    return {std::optional<StepProgram>(std::move(p_)), Refusal{}};
+  }
+
+ private:
+  bool refuse(bool inherent, std::string reason) {
+    refusal_ = {inherent, std::move(reason)};
+    return false;
+  }
+
+  std::uint32_t shared_index(const Shared& shared) {
+    const auto it = std::find(p_.shareds.begin(), p_.shareds.end(), shared);
+    if (it != p_.shareds.end()) return static_cast<std::uint32_t>(it - p_.shareds.begin());
+    p_.shareds.push_back(shared);
+    return static_cast<std::uint32_t>(p_.shareds.size() - 1);
+  }
+  bool updated_in_step(const Shared& shared) const {
+    return std::find(updated_.begin(), updated_.end(), shared) != updated_.end();
+  }
+
+  // Where the value of node `id` comes from, as the step sees it.
+  std::optional<ValueRef> ref_of(std::uint32_t id) {
+    if (id >= s_.begin && id < s_.end) return local_.at(id);
+    for (std::size_t i = 0; i < s_.args.size(); ++i)
+      if (s_.args[i].id() == id) return ValueRef{Kind::arg, static_cast<std::uint32_t>(i)};
+    for (const auto& [shared, value] : s_.previous_updates)  // a read that sees an earlier step's update
+      if (value.id() == id) return ValueRef{Kind::shared, shared_index(shared)};
+    if (id < s_.loop_begin) {
+      // A read of a Shared the step updates reads the update from the next step on.
+      if (const Shared* read = TapeAccess::shared_read_by(tape_, id); read && updated_in_step(*read))
+        return ValueRef{Kind::shared, shared_index(*read)};
+      return ValueRef{Kind::outer, id};
+    }
+    refuse(true, "the step uses a value an earlier step made that is not one of its arguments");
+    return std::nullopt;
+  }
+
+  bool read_node(std::uint32_t id) {
+    const recur::detail::Node& n = TapeAccess::node(tape_, id);
+    if (n.output > 0) {  // another output of a multi-output op of this step
+      ValueRef main = local_.at(n.inputs[0]);
+      StepOp& op = p_.ops[main.index];
+      op.outputs = std::max<std::uint8_t>(op.outputs, n.output + 1);
+      main.output = n.output;
+      local_[id] = main;
+      return true;
+    }
+    if (!n.op) {
+      if (const Shared* read = TapeAccess::shared_read_by(tape_, id)) {
+        local_[id] = {Kind::shared, shared_index(*read)};
+      } else if (n.leaf_grad >= 0) {
+        return refuse(false, "the step makes a variable (Tape::variable)");
+      } else {
+        local_[id] = {Kind::literal, static_cast<std::uint32_t>(p_.literals.size())};
+        p_.literals.push_back(n.value);
+      }
+      return true;
+    }
+    const std::string name(n.op.name());
+    if (n.cut) return refuse(false, "the step holds a loop with truncated gradients (" + name + ")");
+    if (!n.op.copyable()) return refuse(false, "op " + name + " cannot be copied");
+    if (!n.op.attributes()) return refuse(false, "op " + name + " does not describe its parameters");
+    StepOp op{n.op.clone(), {}, 1};
+    for (std::uint32_t in : n.inputs) {
+      const auto r = ref_of(in);
+      if (!r) return false;
+      op.inputs.push_back(*r);
+    }
+    local_[id] = {Kind::local, static_cast<std::uint32_t>(p_.ops.size())};
+    p_.ops.push_back(std::move(op));
+    return true;
+  }
+
+  const Tape& tape_;
+  const RecordedStep& s_;
+  StepProgram p_;
+  std::unordered_map<std::uint32_t, ValueRef> local_;
+  std::vector<Shared> updated_;
+  Refusal refusal_;
+};
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  return std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;  // tensors are contiguous
+}
+
+std::string where(std::size_t k, const StepProgram& p) {
+  return "op " + std::to_string(k) + " (" + std::string(p.ops[k].op.name()) + ")";
+}
+
+}  // namespace
+
+std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, const RecordedStep& step) {
+  return ProgramReader(tape, step)();
+}
+
+std::optional<std::string> difference(const StepProgram& a, const StepProgram& b) {
+  if (a.ops.size() != b.ops.size())
+    return "the steps record " + std::to_string(a.ops.size()) + " and " + std::to_string(b.ops.size()) + " ops";
+  for (std::size_t k = 0; k < a.ops.size(); ++k) {
+    const StepOp &x = a.ops[k], &y = b.ops[k];
+    if (x.op.name() != y.op.name()) return where(k, a) + " is " + std::string(y.op.name()) + " at the next step";
+    if (*x.op.attributes() != *y.op.attributes()) return where(k, a) + " has other parameters at the next step";
+    if (x.inputs != y.inputs || x.outputs != y.outputs) return where(k, a) + " reads other values at the next step";
+  }
+  if (a.literals.size() != b.literals.size()) return std::string("the steps make different constants");
+  for (std::size_t i = 0; i < a.literals.size(); ++i)
+    if (!same_bits(a.literals[i], b.literals[i]))
+      return "constant " + std::to_string(i) + " made inside the step changes between steps (a value read on the host?)";
+  if (a.shareds != b.shareds) return std::string("the steps read different shared variables");
+  if (a.outputs != b.outputs) return std::string("the steps return their outputs from different ops");
+  if (a.updates != b.updates || a.implicit_updates != b.implicit_updates)
+    return std::string("the steps update shared variables differently");
+  return std::nullopt;
+}
+
+StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), program_(program) {
+  for (const Tensor& t : program.literals) literals_.push_back(tape.constant(t));
+  std::size_t next = 0;
+  for (const StepOp& op : program.ops) {
+    first_value_.push_back(next);
+    next += op.outputs;
+  }
+}
+
+Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args) {
+  switch (r.kind) {
+    case Kind::arg: return args[r.index];
+    case Kind::local: return values_[first_value_[r.index] + r.output];
+    case Kind::outer: return TapeAccess::handle(tape_, r.index);
+    case Kind::literal: return literals_[r.index];
+    default: {
+      Var& read = shared_reads_[r.index];
+      if (!read.defined()) read = tape_.read(program_.shareds[r.index]);
+      return read;
+    }
+  }
+}
+
+StepResult StepReplay::run(std::span<const Var> args, RecordingScope& scope) {
+  values_.clear();
+  shared_reads_.assign(program_.shareds.size(), Var());
+  const bool grads = grad_enabled();
+  boost::container::small_vector<std::uint32_t, 4> ids;
+  boost::container::small_vector<const Tensor*, 4> inputs;
+  for (std::size_t k = 0; k < program_.ops.size(); ++k) {
+    const StepOp& op = program_.ops[k];
+    ids.clear();
+    inputs.clear();
+    bool needs = false;
+    for (const ValueRef& r : op.inputs) {
+      const std::uint32_t id = resolve(r, args).id();
+      ids.push_back(id);
+      inputs.push_back(&TapeAccess::node_value(tape_, id));
+      needs = needs || TapeAccess::requires_grad(tape_, id);
+    }
+    needs = needs && grads;
+    recur::detail::OpBox box = op.op.clone();
+    Tensor out = box.replay(InputList<Tensor>(inputs.data(), inputs.size()));
+    std::vector<Tensor> more = op.outputs > 1 ? box.more_outputs() : std::vector<Tensor>{};
+    const Var main = TapeAccess::push(tape_, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
+                                      needs ? std::move(box) : recur::detail::OpBox(), needs);
+    values_.push_back(main);
+    for (std::size_t m = 0; m + 1 < op.outputs; ++m)
+      values_.push_back(TapeAccess::push_output(tape_, std::move(more[m]), main.id(), m + 1));
+  }
+  StepResult r;
+  for (const ValueRef& o : program_.outputs) r.outputs.push_back(resolve(o, args));
+  for (const auto& [shared, value] : program_.updates) r.updates.set(program_.shareds[shared], resolve(value, args));
+  for (const auto& [shared, value] : program_.implicit_updates)
+    scope.take_update(program_.shareds[shared], resolve(value, args));
+  return r;
+}
+
+}  // namespace recur::scan_engine::detail

@@ -1,0 +1,100 @@
+#pragma once
+// Internal to the scan engine: a loop's step captured as a small program. The engine
+// records the step function's first two calls with every op kept (TapeAccess::keep_all_ops),
+// reads each call's nodes back into a StepProgram (ops, their attributes, how their inputs
+// and outputs are wired) and, when the two programs are the same, records the remaining
+// steps from the program: the step function is not called again. What the capture cannot
+// prove the same at every step (a constant that changes, a value read on the host, an op
+// that does not describe itself) leaves the loop to record each step as before, with the
+// reason (StepCapture).
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <recur/autodiff/op_box.hpp>
+#include <recur/autodiff/shared.hpp>
+#include <recur/ops/scan/types.hpp>
+
+namespace recur {
+class Tape;
+class RecordingScope;
+}  // namespace recur
+
+namespace recur::scan_engine::detail {
+
+// Where a value the step reads or returns comes from.
+struct ValueRef {
+  enum class Kind : std::uint8_t {
+    arg,      // the step's argument `index` (a sequence tap, a carried tap, a non-sequence)
+    local,    // output `output` of the program's op `index`
+    outer,    // tape node `index`, recorded before the loop (a Var the step function holds)
+    shared,   // the program's Shared `index`, read at each step (an update of an earlier step, if any)
+    literal,  // the program's constant `index`, made inside the step
+  };
+  Kind kind = Kind::arg;
+  std::uint32_t index = 0;
+  std::uint8_t output = 0;
+  bool operator==(const ValueRef&) const = default;
+};
+
+struct StepOp {
+  recur::detail::OpBox op;    // a copy of the op as the step recorded it
+  std::vector<ValueRef> inputs;
+  std::uint8_t outputs = 1;   // 1 + the outputs after the first (record_outputs)
+};
+
+struct StepProgram {
+  std::vector<StepOp> ops;
+  std::vector<Tensor> literals;
+  std::vector<Shared> shareds;
+  std::vector<ValueRef> outputs;
+  std::vector<std::pair<std::size_t, ValueRef>> updates;           // (shareds index, value): returned
+  std::vector<std::pair<std::size_t, ValueRef>> implicit_updates;  // made inside the step (random streams)
+};
+
+// Why a step was not captured. `inherent`: the step itself rules capture out (it is not
+// the same at every step, it may stop early); otherwise a limitation of the capture.
+struct Refusal {
+  bool inherent = true;
+  std::string reason;
+};
+
+// One recorded call of the step function, as the engine saw it.
+struct RecordedStep {
+  std::uint32_t loop_begin = 0;  // the loop's first node: earlier nodes are outer values
+  std::uint32_t begin = 0, end = 0;  // the nodes the step function recorded
+  std::span<const Var> args;
+  const StepResult* result = nullptr;
+  std::span<const std::pair<Shared, Var>> implicit_updates;
+  // The Shared values the previous step updated and their new nodes (a read now sees them).
+  std::span<const std::pair<Shared, Var>> previous_updates;
+};
+
+// The program of one recorded step, or why there is none.
+std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, const RecordedStep& step);
+
+// Where two programs differ, in words; nullopt when they are the same.
+std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);
+
+// The values one step of a program produces, recorded on the tape: its outputs, returned
+// updates and the updates it made inside (handed to `scope` as a step's draws are).
+class StepReplay {
+ public:
+  StepReplay(Tape& tape, const StepProgram& program);
+  StepResult run(std::span<const Var> args, RecordingScope& scope);
+
+ private:
+  Var resolve(const ValueRef& r, std::span<const Var> args);
+
+  Tape& tape_;
+  const StepProgram& program_;
+  std::vector<Var> literals_;   // made once, before the loop's steps
+  std::vector<std::size_t> first_value_;  // op k's first output in values_
+  std::vector<Var> values_;
+  std::vector<Var> shared_reads_;
+};
+
+}  // namespace recur::scan_engine::detail
