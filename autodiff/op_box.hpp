@@ -5,6 +5,9 @@
 //   `template <class V> Grads<V> backward(const BackwardArgs<V>&) const;`
 //   `OpAttributes attributes() const;`  its parameters by name (autodiff/op_attributes.hpp);
 //                                       an op without data members has none and may omit it
+//   `static constexpr bool elementwise = true;`  (optional) each output element depends on
+//                                       the same element of the (broadcast) inputs only: the
+//                                       op runs unchanged on inputs with a leading axis more
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).
@@ -101,11 +104,14 @@ struct OpVTable {
   // Last: the entries recording and backward use stay within the table's first 64 bytes.
   std::optional<OpAttributes> (*attributes)(const void* op);
   // A copy of the op in `dst`; nullptr for an op that cannot be copied. A captured loop
-  // step (ops/scan/step_program_detail.hpp) records its ops again from copies.
+  // step (ops/scan/step_program_detail.hpp) records its ops again from copies. An op whose
+  // copies would share state its forward writes (saved tensors behind a pointer) defines
+  // `O fresh_copy() const`, used instead of its copy constructor.
   void (*clone)(OpBox& dst, const void* op);
   // A multi-output op's outputs after the first, right after forward (record_outputs);
   // empty for an op with one output.
   std::vector<Tensor> (*more_outputs)(const void* op);
+  bool elementwise;  // the op says so (see the top of this file)
 };
 
 // What an op without data members says of its parameters (none), and what one with data
@@ -184,6 +190,7 @@ class OpBox {
     return box;
   }
   std::vector<Tensor> more_outputs() const { return vt_->more_outputs(buf_); }
+  bool elementwise() const { return vt_->elementwise; }
 
  private:
   void reset() {
@@ -221,10 +228,17 @@ class OpBox {
   template <class O, std::size_t Arity, class Storage>
   static constexpr auto clone_entry() {
     using Entry = void (*)(OpBox&, const void*);
-    if constexpr (std::is_copy_constructible_v<O>)
+    if constexpr (requires(const O& op) { { op.fresh_copy() } -> std::same_as<O>; })
+      return Entry([](OpBox& dst, const void* p) { dst = make<Arity>(Storage::get(p).fresh_copy()); });
+    else if constexpr (std::is_copy_constructible_v<O>)
       return Entry([](OpBox& dst, const void* p) { dst = make<Arity>(O(Storage::get(p))); });
     else
       return Entry(nullptr);
+  }
+  template <class O>
+  static constexpr bool is_elementwise() {
+    if constexpr (requires { O::elementwise; }) return O::elementwise;
+    else return false;
   }
   template <class O, class Storage>
   static constexpr auto more_outputs_entry() {
@@ -264,7 +278,8 @@ class OpBox {
       &Storage::destroy,
       attributes_entry<O, Storage>(),
       clone_entry<O, Arity, Storage>(),
-      more_outputs_entry<O, Storage>()};
+      more_outputs_entry<O, Storage>(),
+      is_elementwise<O>()};
 
   alignas(16) unsigned char buf_[kInline];
   const OpVTable* vt_ = nullptr;

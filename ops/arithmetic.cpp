@@ -16,6 +16,7 @@ namespace {
 template <class F>
 struct Binary {
   static constexpr std::string_view name = F::name;
+  static constexpr bool elementwise = true;
   Tensor forward(const Tensor& a, const Tensor& b) const {
     check_same_dtype(name, a, b);
     return dispatch_floating(name, a.dtype(), [&]<class T>() {
@@ -102,6 +103,7 @@ using MinimumF = ExtremumF<false>;
 
 struct Neg {
   static constexpr std::string_view name = "neg";
+  static constexpr bool elementwise = true;
   Tensor forward(const Tensor& x) const {
     return dispatch_floating(name, x.dtype(), [&]<class T>() { return unary_map<T>(x, [](T v) { return -v; }); });
   }

@@ -114,6 +114,9 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_
 Var slice(const Var& x, std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
   return record(Slice{axis, start, stop, step}, x);
 }
+detail::OpBox detail::slice_op(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
+  return OpBox::make<1>(Slice{axis, start, stop, step});
+}
 Tensor index(const Tensor& x, std::int64_t axis, std::int64_t i) { return Index{axis, i}.forward(x); }
 Var index(const Var& x, std::int64_t axis, std::int64_t i) { return record(Index{axis, i}, x); }
 

@@ -11,6 +11,10 @@
 
 namespace recur::detail {
 
+// slice(x, axis, start, stop, step)'s op, for code that records ops from a program (a
+// captured loop step cutting a merged product apart, ops/scan/step_rewrite.cpp).
+OpBox slice_op(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1);
+
 // A shape seen as [outer, n, inner] around `axis`: element (o, j, i) is at (o * n + j) * inner + i.
 struct AxisBlocks {
   std::int64_t outer = 1, n = 1, inner = 1;

@@ -26,6 +26,7 @@ concept HasRowKernel = requires(const T* in, T* out, std::int64_t n) { F::rows(i
 template <class F>
 struct Unary {
   static constexpr std::string_view name = F::name;
+  static constexpr bool elementwise = true;
   Tensor forward(const Tensor& x) const {
     return dispatch_floating(name, x.dtype(), [&]<class T>() { return forward_as<T>(x); });
   }
@@ -129,6 +130,7 @@ struct SoftplusF {
 
 struct Clip {
   static constexpr std::string_view name = "clip";
+  static constexpr bool elementwise = true;
   double lo, hi;
   OpAttributes attributes() const { return {{"lo", lo}, {"hi", hi}}; }
   Tensor forward(const Tensor& x) const {

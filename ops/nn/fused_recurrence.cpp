@@ -64,6 +64,13 @@ struct FusedRecurrence {
   // LSTM: the final cell state as a second output (fused_recurrence_split), not as row T.
   bool cell_apart = false;
   std::shared_ptr<detail::FusedSaved> saved = std::make_shared<detail::FusedSaved>();
+  // A copy with the same parameters and saved tensors of its own (a captured loop step
+  // records the op again from a copy; a plain copy would share `saved`).
+  FusedRecurrence fresh_copy() const {
+    FusedRecurrence op = *this;
+    op.saved = std::make_shared<detail::FusedSaved>();
+    return op;
+  }
 
   // The cell and its form, which optional inputs follow x, w_ih, w_hh, h0 (in the order
   // c0, b_ih, b_hh, w_hr), the lengths.

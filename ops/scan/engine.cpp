@@ -16,6 +16,7 @@
 #include <recur/ops/scan/memory_policy_detail.hpp>
 #include <recur/ops/scan/scan_scope_detail.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
+#include <recur/ops/scan/step_rewrite_detail.hpp>
 #include <recur/ops/shape.hpp>
 
 namespace recur::scan_engine {
@@ -191,7 +192,7 @@ class Run final : private detail::LoopState {
   // One iteration recorded from the captured program (no `until`: such a step is not captured).
   bool replay(std::int64_t t) {
     collect_args(t);
-    StepResult r = replay_->run(std::span<const Var>(args_.data(), args_.size()), scope_);
+    StepResult r = replay_->run(std::span<const Var>(args_.data(), args_.size()), t, scope_);
     return take_result(t, r);
   }
 
@@ -308,10 +309,45 @@ class Run final : private detail::LoopState {
     restore(std::move(before));
     TapeAccess::truncate(tape_, mark);
     iteration_begin.clear();
-    program_ = std::move(programs[1]);
+    detail::RewriteCounts counts;
+    program_ = detail::rewrite(tape_, *programs[1], rewrite_context(), &counts);
     replay_.emplace(tape_, *program_);
-    base_ = tape_.size();  // the program's constants stay before the loop's steps
-    return {0, false, {true, ""}};
+    base_ = tape_.size();  // what the steps share stays before the loop's steps
+    return {0, false, {true, "", counts.merged, counts.hoisted, counts.pushed_out, counts.batched_weight_grads}};
+  }
+
+  // What each of the step's arguments is, in collect_args' order.
+  detail::RewriteContext rewrite_context() {
+    detail::RewriteContext cx{{}, steps_, grad_enabled(), !p_.checkpoint.recomputes()};
+    for (const auto& s : seqs_) {
+      const std::int64_t start = position(s, 0);
+      const bool in_order = position(s, 1) == start + 1;  // the loop reads it forwards, one by one
+      Shape element = s.spec->data.shape();
+      element.erase(element.begin() + s.axis);
+      for (auto k : s.spec->taps) {
+        detail::ArgRole role{detail::ArgRole::Kind::sequence, element, {}};
+        if (in_order)
+          role.every_step = [this, &s, from = s.first + start + k] {
+            const Var rows = slice(s.spec->data, s.axis, from, from + steps_);
+            return s.axis == 0 ? rows : moved_to_front(rows, s.axis);
+          };
+        cx.args.push_back(std::move(role));
+      }
+    }
+    for (const auto& o : outs_)
+      if (o.fed_back)
+        for (std::size_t k = 0; k < o.spec->taps.size(); ++k)
+          cx.args.push_back({detail::ArgRole::Kind::carried, o.history.back().shape(), {}});
+    for (const Var& v : p_.non_sequences) cx.args.push_back({detail::ArgRole::Kind::invariant, v.shape(), {}});
+    return cx;
+  }
+
+  // Axis `axis` of v moved to the front.
+  static Var moved_to_front(const Var& v, std::int64_t axis) {
+    Axes perm{axis};
+    for (std::int64_t i = 0; i < v.rank(); ++i)
+      if (i != axis) perm.push_back(i);
+    return permute(v, perm);
   }
 
   // The most past values any fed-back output's taps read (1 without taps).

@@ -9,6 +9,7 @@
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/recording_scope.hpp>
 #include <recur/autodiff/tape_access.hpp>
+#include <recur/ops/indexing.hpp>
 
 namespace recur::scan_engine::detail {
 namespace {
@@ -23,6 +24,7 @@ class ProgramReader {
   }
 
   std::pair<std::optional<StepProgram>, Refusal> operator()() {
+    for (const Var& a : s_.args) p_.arg_nodes.push_back(a.id());
     for (std::uint32_t id = s_.begin; id < s_.end; ++id)
       if (!read_node(id)) return {std::nullopt, refusal_};
     for (const Var& v : s_.result->outputs) {
@@ -101,7 +103,7 @@ class ProgramReader {
     if (n.cut) return refuse(false, "the step holds a loop with truncated gradients (" + name + ")");
     if (!n.op.copyable()) return refuse(false, "op " + name + " cannot be copied");
     if (!n.op.attributes()) return refuse(false, "op " + name + " does not describe its parameters");
-    StepOp op{n.op.clone(), {}, 1};
+    StepOp op{n.op.clone(), {}, 1, n.value.shape()};
     for (std::uint32_t in : n.inputs) {
       const auto r = ref_of(in);
       if (!r) return false;
@@ -125,6 +127,26 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;  // tensors are contiguous
 }
 
+// x (of program a) and y (of the next step's program) name the same value.
+bool same_ref(const StepProgram& a, const ValueRef& x, const ValueRef& y) {
+  if (x.kind == Kind::arg && y.kind == Kind::arg && y.index < a.arg_nodes.size())
+    return a.arg_nodes[x.index] == a.arg_nodes[y.index];
+  return x == y;
+}
+bool same_refs(const StepProgram& a, std::span<const ValueRef> x, std::span<const ValueRef> y) {
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!same_ref(a, x[i], y[i])) return false;
+  return true;
+}
+bool same_updates(const StepProgram& a, std::span<const std::pair<std::size_t, ValueRef>> x,
+                  std::span<const std::pair<std::size_t, ValueRef>> y) {
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i].first != y[i].first || !same_ref(a, x[i].second, y[i].second)) return false;
+  return true;
+}
+
 std::string where(std::size_t k, const StepProgram& p) {
   return "op " + std::to_string(k) + " (" + std::string(p.ops[k].op.name()) + ")";
 }
@@ -142,17 +164,34 @@ std::optional<std::string> difference(const StepProgram& a, const StepProgram& b
     const StepOp &x = a.ops[k], &y = b.ops[k];
     if (x.op.name() != y.op.name()) return where(k, a) + " is " + std::string(y.op.name()) + " at the next step";
     if (*x.op.attributes() != *y.op.attributes()) return where(k, a) + " has other parameters at the next step";
-    if (x.inputs != y.inputs || x.outputs != y.outputs) return where(k, a) + " reads other values at the next step";
+    if (!same_refs(a, x.inputs, y.inputs) || x.outputs != y.outputs)
+      return where(k, a) + " reads other values at the next step";
   }
   if (a.literals.size() != b.literals.size()) return std::string("the steps make different constants");
   for (std::size_t i = 0; i < a.literals.size(); ++i)
     if (!same_bits(a.literals[i], b.literals[i]))
       return "constant " + std::to_string(i) + " made inside the step changes between steps (a value read on the host?)";
   if (a.shareds != b.shareds) return std::string("the steps read different shared variables");
-  if (a.outputs != b.outputs) return std::string("the steps return their outputs from different ops");
-  if (a.updates != b.updates || a.implicit_updates != b.implicit_updates)
+  if (!same_refs(a, a.outputs, b.outputs)) return std::string("the steps return their outputs from different ops");
+  if (!same_updates(a, a.updates, b.updates) || !same_updates(a, a.implicit_updates, b.implicit_updates))
     return std::string("the steps update shared variables differently");
   return std::nullopt;
+}
+
+Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs) {
+  boost::container::small_vector<std::uint32_t, 4> ids;
+  boost::container::small_vector<const Tensor*, 4> values;
+  bool needs = false;
+  for (const Var& v : inputs) {
+    ids.push_back(v.id());
+    values.push_back(&TapeAccess::node_value(tape, v.id()));
+    needs = needs || TapeAccess::requires_grad(tape, v.id());
+  }
+  needs = needs && grad_enabled();
+  recur::detail::OpBox box = op.clone();
+  Tensor out = box.replay(InputList<Tensor>(values.data(), values.size()));
+  return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
+                          needs ? std::move(box) : recur::detail::OpBox(), needs);
 }
 
 StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), program_(program) {
@@ -164,8 +203,14 @@ StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), pr
   }
 }
 
-Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args) {
+Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t) {
   switch (r.kind) {
+    case Kind::row: {
+      for (const auto& [node, row] : rows_)
+        if (node == r.index) return row;
+      rows_.emplace_back(r.index, index(TapeAccess::handle(tape_, r.index), 0, t));
+      return rows_.back().second;
+    }
     case Kind::arg: return args[r.index];
     case Kind::local: return values_[first_value_[r.index] + r.output];
     case Kind::outer: return TapeAccess::handle(tape_, r.index);
@@ -178,8 +223,9 @@ Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args) {
   }
 }
 
-StepResult StepReplay::run(std::span<const Var> args, RecordingScope& scope) {
+StepResult StepReplay::run(std::span<const Var> args, std::int64_t t, RecordingScope& scope) {
   values_.clear();
+  rows_.clear();
   shared_reads_.assign(program_.shareds.size(), Var());
   const bool grads = grad_enabled();
   boost::container::small_vector<std::uint32_t, 4> ids;
@@ -190,7 +236,7 @@ StepResult StepReplay::run(std::span<const Var> args, RecordingScope& scope) {
     inputs.clear();
     bool needs = false;
     for (const ValueRef& r : op.inputs) {
-      const std::uint32_t id = resolve(r, args).id();
+      const std::uint32_t id = resolve(r, args, t).id();
       ids.push_back(id);
       inputs.push_back(&TapeAccess::node_value(tape_, id));
       needs = needs || TapeAccess::requires_grad(tape_, id);
@@ -206,10 +252,10 @@ StepResult StepReplay::run(std::span<const Var> args, RecordingScope& scope) {
       values_.push_back(TapeAccess::push_output(tape_, std::move(more[m]), main.id(), m + 1));
   }
   StepResult r;
-  for (const ValueRef& o : program_.outputs) r.outputs.push_back(resolve(o, args));
-  for (const auto& [shared, value] : program_.updates) r.updates.set(program_.shareds[shared], resolve(value, args));
+  for (const ValueRef& o : program_.outputs) r.outputs.push_back(resolve(o, args, t));
+  for (const auto& [shared, value] : program_.updates) r.updates.set(program_.shareds[shared], resolve(value, args, t));
   for (const auto& [shared, value] : program_.implicit_updates)
-    scope.take_update(program_.shareds[shared], resolve(value, args));
+    scope.take_update(program_.shareds[shared], resolve(value, args, t));
   return r;
 }
 

@@ -33,6 +33,7 @@ struct ValueRef {
     outer,    // tape node `index`, recorded before the loop (a Var the step function holds)
     shared,   // the program's Shared `index`, read at each step (an update of an earlier step, if any)
     literal,  // the program's constant `index`, made inside the step
+    row,      // row t at step t of tape node `index`: a value of every step, computed before the loop
   };
   Kind kind = Kind::arg;
   std::uint32_t index = 0;
@@ -44,6 +45,7 @@ struct StepOp {
   recur::detail::OpBox op;    // a copy of the op as the step recorded it
   std::vector<ValueRef> inputs;
   std::uint8_t outputs = 1;   // 1 + the outputs after the first (record_outputs)
+  Shape shape;                // of its (first) output, as the step recorded it
 };
 
 struct StepProgram {
@@ -53,6 +55,9 @@ struct StepProgram {
   std::vector<ValueRef> outputs;
   std::vector<std::pair<std::size_t, ValueRef>> updates;           // (shareds index, value): returned
   std::vector<std::pair<std::size_t, ValueRef>> implicit_updates;  // made inside the step (random streams)
+  // The node of each argument at the step read: two arguments may be one node (two states
+  // started from one Var), and which of them the step used cannot be told apart there.
+  std::vector<std::uint32_t> arg_nodes;
 };
 
 // Why a step was not captured. `inherent`: the step itself rules capture out (it is not
@@ -76,18 +81,22 @@ struct RecordedStep {
 // The program of one recorded step, or why there is none.
 std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, const RecordedStep& step);
 
-// Where two programs differ, in words; nullopt when they are the same.
+// Where two programs differ, in words; nullopt when they are the same. `a` is the earlier
+// step's: an argument it read that was one node with others may be any of them in `b`.
 std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);
+
+// `op` run on `inputs` and recorded as the step recorded it (a gradient when an input needs one).
+Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs);
 
 // The values one step of a program produces, recorded on the tape: its outputs, returned
 // updates and the updates it made inside (handed to `scope` as a step's draws are).
 class StepReplay {
  public:
   StepReplay(Tape& tape, const StepProgram& program);
-  StepResult run(std::span<const Var> args, RecordingScope& scope);
+  StepResult run(std::span<const Var> args, std::int64_t t, RecordingScope& scope);
 
  private:
-  Var resolve(const ValueRef& r, std::span<const Var> args);
+  Var resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t);
 
   Tape& tape_;
   const StepProgram& program_;
@@ -95,6 +104,7 @@ class StepReplay {
   std::vector<std::size_t> first_value_;  // op k's first output in values_
   std::vector<Var> values_;
   std::vector<Var> shared_reads_;
+  std::vector<std::pair<std::uint32_t, Var>> rows_;  // this step's rows of precomputed nodes
 };
 
 }  // namespace recur::scan_engine::detail

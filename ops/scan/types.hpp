@@ -123,6 +123,10 @@ Capture default_capture();
 struct StepCapture {
   bool captured = false;
   std::string reason;  // empty when captured
+  // What the captured step's rewrite did (docs/scan.md, "Captured steps"): products merged
+  // into one, ops run once before the loop, ops run over every step at once, and products
+  // whose weight gradient is taken over many steps' rows.
+  int merged_products = 0, hoisted_ops = 0, pushed_out_ops = 0, batched_weight_grads = 0;
 };
 
 }  // namespace recur

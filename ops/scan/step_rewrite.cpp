@@ -1,0 +1,317 @@
+// A captured step rewritten before the loop (step_rewrite_detail.hpp).
+#include <recur/ops/scan/step_rewrite_detail.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <recur/autodiff/tape_access.hpp>
+#include <recur/ops/indexing.hpp>
+#include <recur/ops/indexing_detail.hpp>
+#include <recur/ops/join.hpp>
+#include <recur/ops/scan/weight_grad_rows_detail.hpp>
+#include <recur/ops/shape.hpp>
+
+namespace recur::scan_engine::detail {
+namespace {
+
+using Kind = ValueRef::Kind;
+enum class Dep : std::uint8_t { invariant, sequence, varying };  // what a value changes with
+
+// Rows kept for one batched weight gradient: a few hundred (whole steps).
+constexpr std::int64_t kWeightGradRows = 512;
+
+bool is_plain_matmul(const StepOp& op) {
+  if (op.op.name() != "matmul" || op.shape.size() != 2) return false;
+  const OpAttributes attributes = *op.op.attributes();
+  return !attributes.get<bool>("matmul", "transpose_a");
+}
+bool transposed_b(const StepOp& op) { return op.op.attributes()->get<bool>("matmul", "transpose_b"); }
+
+class Rewriter {
+ public:
+  Rewriter(Tape& tape, const StepProgram& in, const RewriteContext& cx, RewriteCounts& counts)
+      : tape_(tape), in_(in), cx_(cx), counts_(counts) {
+    out_.shareds = in.shareds;
+    out_.arg_nodes = in.arg_nodes;
+    for (const Tensor& t : in.literals) literal_nodes_.push_back(tape.constant(t).id());
+    std::size_t next = 0;
+    for (const StepOp& op : in.ops) {
+      first_.push_back(next);
+      next += op.outputs;
+    }
+    mapped_.resize(next);
+    dep_.resize(next);
+    for (const auto& [shared, value] : in.updates) updated_.push_back(shared);
+    for (const auto& [shared, value] : in.implicit_updates) updated_.push_back(shared);
+  }
+
+  StepProgram operator()() {
+    for (std::size_t k = 0; k < in_.ops.size(); ++k) {  // what each value changes with
+      const StepOp& op = in_.ops[k];
+      Dep d = op.outputs > 1 ? Dep::varying : Dep::invariant;  // several outputs stay in the step
+      for (const ValueRef& r : op.inputs) d = std::max(d, dep_of(r));
+      for (std::uint8_t o = 0; o < op.outputs; ++o) dep_[first_[k] + o] = d;
+    }
+    const std::vector<std::vector<std::size_t>> groups = product_groups();
+    for (std::size_t k = 0; k < in_.ops.size(); ++k) {
+      if (merged_into_.contains(k)) continue;  // an earlier op of its group made it
+      if (const auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.front() == k; });
+          g != groups.end()) {
+        merge(*g);
+        continue;
+      }
+      place(k);
+    }
+    for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
+    for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
+    for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
+    return std::move(out_);
+  }
+
+ private:
+  // ---- values ---------------------------------------------------------------------------
+  std::size_t flat(const ValueRef& local) const { return first_[local.index] + local.output; }
+
+  Dep dep_of(const ValueRef& r) const {
+    switch (r.kind) {
+      case Kind::arg:
+        return cx_.args[r.index].kind == ArgRole::Kind::invariant ? Dep::invariant
+               : cx_.args[r.index].kind == ArgRole::Kind::sequence ? Dep::sequence
+                                                                    : Dep::varying;
+      case Kind::local: return dep_[flat(r)];
+      case Kind::shared:
+        return std::find(updated_.begin(), updated_.end(), r.index) != updated_.end() ? Dep::varying : Dep::invariant;
+      default: return Dep::invariant;  // outer nodes and constants
+    }
+  }
+  // The input program's ref as the output program reads it.
+  ValueRef map(const ValueRef& r) const {
+    if (r.kind == Kind::local) return mapped_[flat(r)];
+    if (r.kind == Kind::literal) return {Kind::outer, literal_nodes_[r.index]};
+    return r;
+  }
+  // The shape of an (input program) value at one step.
+  Shape step_shape(const ValueRef& r) const {
+    switch (r.kind) {
+      case Kind::arg: return cx_.args[r.index].shape;
+      case Kind::local: return r.output == 0 ? in_.ops[r.index].shape : Shape{};
+      case Kind::outer: return TapeAccess::node_value(tape_, r.index).shape();
+      case Kind::literal: return in_.literals[r.index].shape();
+      default: return in_.shareds[r.index].shape();
+    }
+  }
+  // A value that does not change, as a Var (mapped ref of kind outer).
+  Var invariant_var(const ValueRef& mapped) {
+    if (mapped.kind == Kind::arg) return TapeAccess::handle(tape_, in_.arg_nodes[mapped.index]);
+    if (mapped.kind == Kind::shared) return tape_.read(in_.shareds[mapped.index]);
+    return TapeAccess::handle(tape_, mapped.index);
+  }
+  // A value of the sequences, every step's at once; undefined when there is none.
+  Var every_step_var(const ValueRef& mapped) {
+    if (mapped.kind == Kind::row) return TapeAccess::handle(tape_, mapped.index);
+    if (mapped.kind == Kind::arg && cx_.args[mapped.index].every_step) {
+      auto& cached = every_step_args_[mapped.index];
+      if (!cached.defined()) cached = cx_.args[mapped.index].every_step();
+      return cached;
+    }
+    return Var();
+  }
+
+  // ---- placing each op -----------------------------------------------------------------
+  void place(std::size_t k) {
+    const StepOp& op = in_.ops[k];
+    const Dep d = dep_[first_[k]];
+    if (d == Dep::invariant) {
+      std::vector<Var> inputs;
+      for (const ValueRef& r : op.inputs) inputs.push_back(invariant_var(map(r)));
+      mapped_[first_[k]] = {Kind::outer, record_program_op(tape_, op.op, inputs).id()};
+      ++counts_.hoisted;
+      return;
+    }
+    if (d == Dep::sequence && cx_.push_out)
+      if (const Var v = over_every_step(op); v.defined()) {
+        mapped_[first_[k]] = {Kind::row, v.id()};
+        ++counts_.pushed_out;
+        return;
+      }
+    keep(k);
+  }
+
+  // op at every step at once, when it runs so (elementwise ops, products with a weight).
+  Var over_every_step(const StepOp& op) {
+    const std::size_t rank = op.shape.size();
+    std::vector<Var> inputs;
+    for (const ValueRef& r : op.inputs) {
+      const ValueRef m = map(r);
+      if (dep_of(r) == Dep::sequence) {
+        // The new time axis goes first: only where it lines up with the output's.
+        if (step_shape(r).size() != rank) return Var();
+        inputs.push_back(every_step_var(m));
+        if (!inputs.back().defined()) return Var();
+      } else {
+        if (step_shape(r).size() > rank) return Var();
+        inputs.push_back(invariant_var(m));
+      }
+    }
+    if (op.op.elementwise()) return record_program_op(tape_, op.op, inputs);
+    if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && inputs[1].rank() == 2) {
+      // [T, B, K] as [T B, K]: one product for every step's rows.
+      const Shape& x = inputs[0].shape();
+      const Var rows = reshape(inputs[0], {x[0] * x[1], x[2]});
+      const Var product = record_program_op(tape_, op.op, {rows, inputs[1]});
+      return reshape(product, {x[0], x[1], product.size(1)});
+    }
+    return Var();
+  }
+
+  // op stays in the step; a product of a changing value with a weight batches its weight
+  // gradient when the loop records gradients.
+  void keep(std::size_t k) {
+    const StepOp& op = in_.ops[k];
+    StepOp copy{op.op.clone(), {}, op.outputs, op.shape};
+    for (const ValueRef& r : op.inputs) copy.inputs.push_back(map(r));
+    if (cx_.gradients && is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant &&
+        step_shape(op.inputs[0]).size() == 2) {
+      const Var w = invariant_var(copy.inputs[1]);
+      if (w.rank() == 2 && TapeAccess::requires_grad(tape_, w.id())) {
+        auto rows = std::make_shared<WeightGradRows>(
+            std::max<std::int64_t>(1, kWeightGradRows / op.shape[0]) * op.shape[0], transposed_b(op));
+        copy.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
+        copy.op = step_matmul_op(transposed_b(op), std::move(rows));
+        ++counts_.batched_weight_grads;
+      }
+    }
+    for (std::uint8_t o = 0; o < op.outputs; ++o)
+      mapped_[first_[k] + o] = {Kind::local, static_cast<std::uint32_t>(out_.ops.size()), o};
+    out_.ops.push_back(std::move(copy));
+  }
+
+  // ---- merging products ----------------------------------------------------------------
+  // Groups (two or more, in program order) of plain products of one value with weights that
+  // do not change, alike in transposition and inner size: each becomes one product.
+  std::vector<std::vector<std::size_t>> product_groups() {
+    std::vector<std::vector<std::size_t>> groups;
+    std::vector<bool> taken(in_.ops.size(), false);
+    for (std::size_t k = 0; k < in_.ops.size(); ++k) {
+      if (taken[k] || !mergeable(k)) continue;
+      std::vector<std::size_t> group{k};
+      for (std::size_t j = k + 1; j < in_.ops.size(); ++j)
+        if (!taken[j] && mergeable(j) && in_.ops[j].inputs[0] == in_.ops[k].inputs[0] &&
+            transposed_b(in_.ops[j]) == transposed_b(in_.ops[k]) &&
+            step_shape(in_.ops[j].inputs[1])[transposed_b(in_.ops[k]) ? 1 : 0] ==
+                step_shape(in_.ops[k].inputs[1])[transposed_b(in_.ops[k]) ? 1 : 0] &&
+            weight_ready_at(j, k)) {
+          group.push_back(j);
+          taken[j] = true;
+        }
+      if (group.size() > 1) {
+        for (std::size_t j : group) merged_into_.insert(j);
+        merged_into_.erase(group.front());
+        groups.push_back(std::move(group));
+      }
+    }
+    return groups;
+  }
+  bool mergeable(std::size_t k) const {
+    const StepOp& op = in_.ops[k];
+    return is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && step_shape(op.inputs[1]).size() == 2;
+  }
+  // Op j's weight exists where op k runs (j's value is k's): made by an op before k, if any.
+  bool weight_ready_at(std::size_t j, std::size_t k) const {
+    const ValueRef& w = in_.ops[j].inputs[1];
+    return w.kind != Kind::local || w.index < k;
+  }
+
+  void merge(const std::vector<std::size_t>& group) {
+    const StepOp& first = in_.ops[group.front()];
+    const bool tb = transposed_b(first);
+    std::vector<Var> weights;
+    std::vector<std::int64_t> widths;
+    for (std::size_t k : group) {
+      weights.push_back(invariant_var(map(in_.ops[k].inputs[1])));
+      widths.push_back(in_.ops[k].shape[1]);
+    }
+    const Var joined = concat(std::span<const Var>(weights), tb ? 0 : 1);
+    // The merged product, placed as one op of the input program would be.
+    const StepOp product{first.op.clone(), {first.inputs[0], {Kind::outer, joined.id()}}, 1,
+                         Shape{first.shape[0], joined.size(tb ? 0 : 1)}};
+    const Dep d = dep_[first_[group.front()]];
+    // Place the product (hoisted, pushed out or kept), then slice each original's columns.
+    const ValueRef merged_ref = place_merged(product, d);
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const std::size_t k = group[i];
+      StepOp piece{recur::detail::slice_op(1, offset, offset + widths[i]), {merged_ref}, 1, in_.ops[k].shape};
+      offset += widths[i];
+      if (merged_ref.kind == Kind::local) {
+        mapped_[first_[k]] = {Kind::local, static_cast<std::uint32_t>(out_.ops.size())};
+        out_.ops.push_back(std::move(piece));
+      } else {  // the product runs before the loop: so do its slices
+        const Var whole = TapeAccess::handle(tape_, merged_ref.index);
+        const Var part = slice(whole, merged_ref.kind == Kind::row ? 2 : 1, offset - widths[i], offset);
+        mapped_[first_[k]] = {merged_ref.kind, part.id()};
+      }
+    }
+    ++counts_.merged;
+  }
+  // A merged product (not of the input program): placed as place() would place it.
+  ValueRef place_merged(const StepOp& product, Dep d) {
+    if (d == Dep::invariant) {
+      ++counts_.hoisted;
+      return {Kind::outer, record_program_op(tape_, product.op,
+                                             {invariant_var(map(product.inputs[0])), invariant_var(product.inputs[1])})
+                               .id()};
+    }
+    if (d == Dep::sequence && cx_.push_out)
+      if (const Var v = over_every_step_merged(product); v.defined()) {
+        ++counts_.pushed_out;
+        return {Kind::row, v.id()};
+      }
+    StepOp copy{product.op.clone(), {map(product.inputs[0]), product.inputs[1]}, 1, product.shape};
+    if (cx_.gradients) {
+      const Var w = invariant_var(copy.inputs[1]);
+      if (TapeAccess::requires_grad(tape_, w.id())) {
+        auto rows = std::make_shared<WeightGradRows>(
+            std::max<std::int64_t>(1, kWeightGradRows / product.shape[0]) * product.shape[0], transposed_b(product));
+        copy.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
+        copy.op = step_matmul_op(transposed_b(product), std::move(rows));
+        ++counts_.batched_weight_grads;
+      }
+    }
+    out_.ops.push_back(std::move(copy));
+    return {Kind::local, static_cast<std::uint32_t>(out_.ops.size() - 1)};
+  }
+  Var over_every_step_merged(const StepOp& product) {
+    const Var x = every_step_var(map(product.inputs[0]));
+    if (!x.defined() || x.rank() != 3) return Var();
+    const Var w = invariant_var(product.inputs[1]);
+    const Shape& s = x.shape();
+    const Var p = record_program_op(tape_, product.op, {reshape(x, {s[0] * s[1], s[2]}), w});
+    return reshape(p, {s[0], s[1], p.size(1)});
+  }
+
+  Tape& tape_;
+  const StepProgram& in_;
+  const RewriteContext& cx_;
+  RewriteCounts& counts_;
+  StepProgram out_;
+  std::vector<std::uint32_t> literal_nodes_;
+  std::vector<std::size_t> first_;
+  std::vector<ValueRef> mapped_;
+  std::vector<Dep> dep_;
+  std::vector<std::size_t> updated_;
+  std::unordered_map<std::size_t, Var> every_step_args_;
+  std::unordered_set<std::size_t> merged_into_;
+};
+
+}  // namespace
+
+StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context, RewriteCounts* counts) {
+  RewriteCounts ignored;
+  return Rewriter(tape, program, context, counts ? *counts : ignored)();
+}
+
+}  // namespace recur::scan_engine::detail

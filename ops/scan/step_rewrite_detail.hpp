@@ -1,0 +1,51 @@
+#pragma once
+// Internal to the scan engine: a captured step (step_program_detail.hpp) rewritten before
+// the loop records it, as Theano's scan_opt and cuDNN's RNN kernels do by hand:
+//   merge     products of one value with several loop-invariant weights (the four gate
+//             products of x_t, or of h) become one product with the weights joined, then
+//             slices of it;
+//   hoist     ops whose inputs do not change between steps run once, before the loop;
+//   push out  ops on the sequences alone (elementwise work, a product with a loop-invariant
+//             weight) run once over every step (one product of all T·B rows), and each
+//             step reads its row;
+//   batch     the weight gradient of a product of a changing value and a loop-invariant
+//             weight is taken over many steps' rows at once (weight_grad_rows_detail.hpp).
+// Values equal the step's own; gradients too, up to the order of sums where a product's
+// rows were batched or merged (docs/scan.md says which).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <recur/ops/scan/step_program_detail.hpp>
+
+namespace recur::scan_engine::detail {
+
+// What the step's argument i is.
+struct ArgRole {
+  enum class Kind : std::uint8_t { sequence, carried, invariant };
+  Kind kind = Kind::carried;
+  Shape shape;
+  // A sequence's values at every step stacked on a new axis 0 in loop order; an undefined
+  // Var when the loop does not read it in order (it then stays in the step).
+  std::function<Var()> every_step;
+};
+
+struct RewriteContext {
+  std::vector<ArgRole> args;
+  std::int64_t steps = 0;
+  bool gradients = false;  // the loop records gradients
+  // Push ops on the sequences out of the loop: their results, held for every step, are not
+  // released by a checkpoint policy (which recomputes them with the step instead).
+  bool push_out = true;
+};
+
+struct RewriteCounts {
+  int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0;
+};
+
+// Records the values the steps share on `tape` (before the loop's first step) and returns
+// the program each step replays.
+StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context,
+                    RewriteCounts* counts = nullptr);
+
+}  // namespace recur::scan_engine::detail

@@ -1,0 +1,109 @@
+// Weight gradients over many steps' rows (weight_grad_rows_detail.hpp).
+#include <recur/ops/scan/weight_grad_rows_detail.hpp>
+
+#include <cstring>
+
+#include <recur/autodiff/record.hpp>
+#include <recur/core/blas.hpp>
+#include <recur/ops/linalg.hpp>
+
+namespace recur::scan_engine::detail {
+
+void WeightGradRows::start(std::uint64_t pass, const Tensor& h, const Tensor& g) {
+  if (pass == pass_ && h_rows_.defined()) return;
+  pass_ = pass;  // a new backward pass: rows an earlier one left (it stopped half-way) are not its own
+  filled_ = 0;
+  h_rows_ = Tensor::empty({capacity_, h.size(1)}, h.dtype());
+  g_rows_ = Tensor::empty({capacity_, g.size(1)}, g.dtype());
+}
+
+void WeightGradRows::add(std::uint64_t pass, const Tensor& h, const Tensor& g, Tensor& into) {
+  start(pass, h, g);
+  const std::int64_t rows = h.size(0);
+  if (filled_ + rows > capacity_) flush(pass, into);
+  if (rows > capacity_) {  // more rows than the buffer holds: this step's product on its own
+    h_rows_ = h;
+    g_rows_ = g;
+    filled_ = rows;
+    flush(pass, into);
+    h_rows_ = Tensor();
+    return;
+  }
+  const std::size_t item = size_of(h.dtype());
+  std::memcpy(static_cast<char*>(h_rows_.raw_data()) + filled_ * h.size(1) * item, h.raw_data(), h.nbytes());
+  std::memcpy(static_cast<char*>(g_rows_.raw_data()) + filled_ * g.size(1) * item, g.raw_data(), g.nbytes());
+  filled_ += rows;
+}
+
+void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
+  if (pass != pass_ || filled_ == 0) return;
+  const std::int64_t k = h_rows_.size(1), n = g_rows_.size(1);
+  dispatch_floating("scan_step_matmul", into.dtype(), [&]<class T>() {
+    // dW = H^T G ([k, n]), or with W transposed dW = G^T H ([n, k]).
+    if (transpose_w_)
+      blas::gemm(true, false, n, k, filled_, T(1), g_rows_.data<T>(), n, h_rows_.data<T>(), k, T(1), into.data<T>(), k);
+    else
+      blas::gemm(true, false, k, n, filled_, T(1), h_rows_.data<T>(), k, g_rows_.data<T>(), n, T(1), into.data<T>(), n);
+  });
+  filled_ = 0;
+}
+
+namespace {
+
+struct StepMatmul {
+  static constexpr std::string_view name = "scan_step_matmul";
+  bool transpose_w = false;
+  std::shared_ptr<WeightGradRows> rows;
+  OpAttributes attributes() const { return {{"transpose_w", transpose_w}}; }
+  Tensor forward(const Tensor& h, const Tensor& w) const { return matmul_t(h, w, false, transpose_w); }
+  // dh = g W^T (W^T transposed back: g W); dW through the rows in plain backward, else
+  // h^T g (g^T h when transposed), as matmul's rule.
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const V &h = a.inputs[0], &w = a.inputs[1];
+    Grads<V> out(2);
+    if (a.needs_grad(0)) out[0] = matmul_t(a.grad, w, false, !transpose_w);
+    if (a.needs_grad(1)) {
+      if constexpr (std::is_same_v<V, Tensor>) {
+        if (a.sink) {
+          rows->add(a.sink->pass(), h, a.grad, a.sink->dense(1));
+          return out;
+        }
+      }
+      out[1] = transpose_w ? matmul_t(a.grad, h, true, false) : matmul_t(h, a.grad, true, false);
+    }
+    return out;
+  }
+};
+
+struct WeightGradSum {
+  static constexpr std::string_view name = "scan_weight_grad_sum";
+  std::shared_ptr<WeightGradRows> rows;
+  OpAttributes attributes() const { return {}; }
+  Tensor forward(const Tensor& w) const { return w; }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    if constexpr (std::is_same_v<V, Tensor>) {
+      if (a.sink) {
+        Tensor g = a.grad.clone();
+        rows->flush(a.sink->pass(), g);
+        return {g};
+      }
+    }
+    return {a.grad};
+  }
+};
+
+}  // namespace
+
+Var step_matmul(const Var& h, const Var& w, bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
+  return record(StepMatmul{transpose_w, std::move(rows)}, h, w);
+}
+recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
+  return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows)});
+}
+Var weight_grad_sum(const Var& w, std::shared_ptr<WeightGradRows> rows) {
+  return record(WeightGradSum{std::move(rows)}, w);
+}
+
+}  // namespace recur::scan_engine::detail
