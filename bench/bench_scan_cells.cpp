@@ -9,11 +9,14 @@ namespace {
 void run(benchmark::State& state, bench::CellForm form, const bench::rnn::Config& config, recur::Capture capture) {
   const bench::ScanCellStep model(form, config, capture);
   double loss = 0;
-  bool captured = false;
-  for (auto _ : state) loss = model.step(nullptr, &captured);
+  recur::StepCapture path;
+  for (auto _ : state) loss = model.step(nullptr, &path);
   bench::report_per_op(state, 1);
   state.counters["loss"] = loss;
-  state.counters["captured"] = captured ? 1 : 0;
+  state.counters["captured"] = path.captured ? 1 : 0;
+  state.counters["merged"] = path.merged_products;
+  state.counters["pushed_out"] = path.pushed_out_ops;
+  state.counters["batched_dw"] = path.batched_weight_grads;
 }
 
 [[maybe_unused]] const bool registered = [] {

@@ -72,7 +72,7 @@ ScanCellStep::ScanCellStep(CellForm form, const rnn::Config& config, recur::Capt
     weights_.push_back(uniform_tensor(shape, -bound, bound, seed++));
 }
 
-double ScanCellStep::step(std::size_t* bytes_held, bool* captured) const {
+double ScanCellStep::step(std::size_t* bytes_held, recur::StepCapture* capture) const {
   recur::Tape tape;
   std::vector<Var> weights;
   for (const recur::Tensor& w : weights_) weights.push_back(tape.variable(w));
@@ -83,7 +83,7 @@ double ScanCellStep::step(std::size_t* bytes_held, bool* captured) const {
   if (lstm) outputs.push_back(zeros);
   const recur::ScanResult r = recur::scan(
       fn, {.sequences = {tape.constant(xs_)}, .outputs_info = outputs, .non_sequences = weights, .capture = capture_});
-  if (captured) *captured = r.capture.captured;
+  if (capture) *capture = r.capture;
   const Var loss = recur::mse(r[0], tape.constant(target_));
   if (bytes_held) *bytes_held = tape.bytes_held();
   tape.backward(loss);

@@ -22,8 +22,8 @@ class ScanCellStep {
  public:
   ScanCellStep(CellForm form, const rnn::Config& config, recur::Capture capture);
   // One training step on a fresh tape; returns the loss. With `bytes_held`, stores
-  // Tape::bytes_held() right before backward. `captured` (if given) says which path ran.
-  double step(std::size_t* bytes_held = nullptr, bool* captured = nullptr) const;
+  // Tape::bytes_held() right before backward. `capture` (if given) says which path ran.
+  double step(std::size_t* bytes_held = nullptr, recur::StepCapture* capture = nullptr) const;
 
  private:
   CellForm form_;

@@ -62,6 +62,10 @@ CellRun run_cell(const CellCase& c, Capture capture, ScanOptions extra = {}) {
   return run;
 }
 
+// ---- cells -----------------------------------------------------------------------------
+// Parameters come after x_t and the states; weights multiply from the right ([in, out]).
+
+// LSTM, one product per operand for all four gates (i, f, g, o).
 StepResult lstm_merged(S a) {
   const Var &x = a[0], &h = a[1], &c = a[2];
   const std::vector<Var> g = split(matmul(x, a[3]) + matmul(h, a[4]) + a[5], 1, 4);
@@ -69,10 +73,323 @@ StepResult lstm_merged(S a) {
   return {sigmoid(g[3]) * tanh(c_next), c_next};
 }
 
-TEST(ScanCapture, Debug) {
-  const CellCase c{"lstm", {{3, 8}, {2, 8}, {8}}, {{4, 2}, {4, 2}}, {5, 4, 3}, lstm_merged};
-  const CellRun r = run_cell(c, Capture::automatic);
-  EXPECT_TRUE(r.capture.captured) << r.capture.reason;
+// LSTM with one weight per gate (the DeepLearning.net tutorial's form): W_x, U_h, b per gate.
+StepResult lstm_per_gate(S a) {
+  const Var &x = a[0], &h = a[1], &c = a[2];
+  auto pre = [&](int k) { return matmul(x, a[3 + 3 * k]) + matmul(h, a[4 + 3 * k]) + a[5 + 3 * k]; };
+  const Var c_next = sigmoid(pre(1)) * c + sigmoid(pre(0)) * tanh(pre(2));
+  return {sigmoid(pre(3)) * tanh(c_next), c_next};
+}
+
+// Peephole LSTM (Gers and Schmidhuber): the gates also read the cell state through
+// diagonal weights p_i, p_f (c_{t-1}) and p_o (c_t). Parameters: Wx, Wh, b, p_i, p_f, p_o.
+StepResult lstm_peephole(S a) {
+  const Var &x = a[0], &h = a[1], &c = a[2];
+  const std::vector<Var> g = split(matmul(x, a[3]) + matmul(h, a[4]) + a[5], 1, 4);
+  const Var i = sigmoid(g[0] + a[6] * c), f = sigmoid(g[1] + a[7] * c);
+  const Var c_next = f * c + i * tanh(g[2]);
+  return {sigmoid(g[3] + a[8] * c_next) * tanh(c_next), c_next};
+}
+
+// PyTorch's GRU written by hand: r resets the hidden product after it is taken.
+// Parameters: W_ih [I, 3H], W_hh [H, 3H], b_ih, b_hh.
+StepResult gru_by_hand(S a) {
+  const Var &x = a[0], &h = a[1];
+  const std::vector<Var> gx = split(matmul(x, a[2]) + a[4], 1, 3);
+  const std::vector<Var> gh = split(matmul(h, a[3]) + a[5], 1, 3);
+  const Var r = sigmoid(gx[0] + gh[0]), z = sigmoid(gx[1] + gh[1]);
+  const Var n = tanh(gx[2] + r * gh[2]);
+  return {n + z * (h - n)};
+}
+
+// Two stacked tanh layers in one step: h1' = tanh(x W1 + h1 U1 + b1), h2' = tanh(h1' W2 + h2 U2 + b2).
+StepResult two_layers(S a) {
+  const Var h1 = tanh(matmul(a[0], a[3]) + matmul(a[1], a[4]) + a[5]);
+  const Var h2 = tanh(matmul(h1, a[6]) + matmul(a[2], a[7]) + a[8]);
+  return {h1, h2};
+}
+
+constexpr std::int64_t kT = 7, kB = 3, kI = 4, kH = 5;
+
+std::vector<CellCase> cells() {
+  std::vector<Shape> per_gate;
+  for (int k = 0; k < 4; ++k) per_gate.insert(per_gate.end(), {{kI, kH}, {kH, kH}, {kH}});
+  return {
+      {"lstm_merged", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}, {kB, kH}}, {kT, kB, kI}, lstm_merged},
+      {"lstm_per_gate", per_gate, {{kB, kH}, {kB, kH}}, {kT, kB, kI}, lstm_per_gate},
+      {"lstm_peephole", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}, {kH}, {kH}, {kH}}, {{kB, kH}, {kB, kH}}, {kT, kB, kI},
+       lstm_peephole},
+      {"gru_by_hand", {{kI, 3 * kH}, {kH, 3 * kH}, {3 * kH}, {3 * kH}}, {{kB, kH}}, {kT, kB, kI}, gru_by_hand},
+      {"two_layers", {{kI, kH}, {kH, kH}, {kH}, {kH, kH}, {kH, kH}, {kH}}, {{kB, kH}, {kB, kH}}, {kT, kB, kI},
+       two_layers},
+  };
+}
+
+// The same cell in a plain loop of the same ops: no scan at all.
+CellRun unrolled(const CellCase& c) {
+  Tape tape;
+  std::vector<Var> params, states;
+  std::uint64_t seed = 1;
+  for (const Shape& s : c.parameters) params.push_back(tape.variable(init(seed++, s)));
+  for (const Shape& s : c.states) states.push_back(tape.variable(init(seed++, s)));
+  const Var xs = tape.variable(init(seed++, c.xs, 1.0));
+  std::vector<Var> carry = states;
+  std::vector<std::vector<Var>> stacked(states.size());
+  for (std::int64_t t = 0; t < c.xs[0]; ++t) {
+    std::vector<Var> args{index(xs, 0, t)};
+    args.insert(args.end(), carry.begin(), carry.end());
+    args.insert(args.end(), params.begin(), params.end());
+    carry = c.step(S(args)).outputs;
+    for (std::size_t j = 0; j < carry.size(); ++j) stacked[j].push_back(carry[j]);
+  }
+  Var loss = tape.constant(scalar(0.0, f64));
+  CellRun run;
+  for (const auto& outs : stacked) {
+    const Var out = stack(std::span<const Var>(outs));
+    run.outputs.push_back(out.value());
+    loss = loss + sum(out * out * out);
+  }
+  run.loss = loss.value();
+  tape.backward(loss);
+  for (const Var& p : params) run.grads.push_back(p.grad());
+  for (const Var& s : states) run.grads.push_back(s.grad());
+  run.grads.push_back(xs.grad());
+  return run;
+}
+
+// Largest |a - b| / max(|b|, 1e-3) over the elements.
+double relative_error(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = testing::values(a), y = testing::values(b);
+  double worst = x.size() == y.size() ? 0.0 : 1.0;
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i)
+    worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(std::abs(y[i]), 1e-3));
+  return worst;
+}
+
+// Values to the bit; gradients within 1e-12 relative: the captured step takes a weight's
+// gradient over many steps' rows at once and merges products, which sums in another order.
+void expect_same(const CellRun& got, const CellRun& want, const std::string& what) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
+  for (std::size_t j = 0; j < got.outputs.size(); ++j)
+    EXPECT_LE(relative_error(got.outputs[j], want.outputs[j]), 1e-14) << what << " output " << j;
+  ASSERT_EQ(got.grads.size(), want.grads.size()) << what;
+  for (std::size_t k = 0; k < got.grads.size(); ++k)
+    EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
+}
+
+TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
+  for (const CellCase& c : cells()) {
+    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+    EXPECT_FALSE(recorded.capture.captured) << c.name;
+    EXPECT_EQ(recorded.capture.reason, "capture is off");
+    // Every cell's input product runs once over every step, and every product with h
+    // batches its weight gradient.
+    EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
+    EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
+    expect_same(captured, recorded, c.name + " captured vs recorded");
+    expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
+  }
+}
+
+TEST(ScanCapture, PerGateProductsMergeIntoOne) {
+  const CellRun r = run_cell(cells()[1], Capture::required);
+  ASSERT_TRUE(r.capture.captured) << r.capture.reason;
+  EXPECT_EQ(r.capture.merged_products, 2);  // the four x products, and the four h products
+}
+
+// Finite differences through the captured peephole LSTM (first and second order: the
+// second runs the batched products' create_graph rules).
+TEST(ScanCapture, PeepholeLstmMatchesFiniteDifferences) {
+  const CellCase c = cells()[2];
+  std::vector<Tensor> inputs;
+  std::uint64_t seed = 1;
+  for (const Shape& s : c.parameters) inputs.push_back(init(seed++, s));
+  for (const Shape& s : c.states) inputs.push_back(init(seed++, s));
+  inputs.push_back(init(seed++, Shape{4, kB, kI}, 1.0));
+  const std::size_t np = c.parameters.size();
+  bool captured = false;
+  const GradCheckReport report = check_gradients(
+      [&](S v) {
+        const ScanResult r = scan(c.step, {.sequences = {v.back()},
+                                           .outputs_info = {v[np], v[np + 1]},
+                                           .non_sequences = std::vector<Var>(v.begin(), v.begin() + np),
+                                           .capture = Capture::required});
+        captured = captured || r.capture.captured;
+        return r[0] * r[1];
+      },
+      inputs);
+  EXPECT_TRUE(report.ok) << report.failure;
+  EXPECT_TRUE(captured);
+}
+
+// Every option of the loop, captured and recorded: the same values and gradients.
+TEST(ScanCapture, EveryOptionGivesTheRecordedResults) {
+  const CellCase c = cells()[0];
+  const std::vector<std::pair<std::string, ScanOptions>> options{
+      {"truncate_gradient 2", {.truncate_gradient = 2}},
+      {"truncate_gradient 0", {.truncate_gradient = 0}},
+      {"go_backwards", {.go_backwards = true}},
+      {"n_steps 5", {.n_steps = 5}},
+      {"n_steps -4", {.n_steps = -4}},
+      {"every_k 2", {.checkpoint = Checkpoint::every_k(2)}},
+      {"auto_sqrt", {.checkpoint = Checkpoint::auto_sqrt()}},
+      {"snapshots 2", {.checkpoint = Checkpoint::snapshots(2)}},
+      {"budget", {.checkpoint = Checkpoint::budget(4096)}},
+      {"lengths", {.lengths = SequenceLengths{7, 2, 5}}},
+      {"lengths, truncate_gradient 3", {.truncate_gradient = 3, .lengths = SequenceLengths{7, 0, 4}}},
+      {"lengths, go_backwards", {.go_backwards = true, .lengths = SequenceLengths{3, 7, 6}}},
+      {"keep last", {.keep = Keep::last}},
+  };
+  for (const auto& [name, o] : options) {
+    const CellRun captured = run_cell(c, Capture::required, o), recorded = run_cell(c, Capture::off, o);
+    EXPECT_TRUE(captured.capture.captured) << name << ": " << captured.capture.reason;
+    expect_same(captured, recorded, name);
+  }
+}
+
+// Without gradients the captured step runs forward only (values only, compacted per step).
+TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
+  for (const CellCase& c : cells()) {
+    std::vector<Tensor> outs[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      Tape tape;
+      NoGrad off;
+      std::vector<Var> params, states;
+      std::uint64_t seed = 1;
+      for (const Shape& s : c.parameters) params.push_back(tape.constant(init(seed++, s)));
+      for (const Shape& s : c.states) states.push_back(tape.constant(init(seed++, s)));
+      const Var xs = tape.constant(init(seed++, c.xs, 1.0));
+      const ScanResult r = scan(c.step, {.sequences = {xs},
+                                         .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
+                                         .non_sequences = params,
+                                         .capture = pass == 0 ? Capture::required : Capture::off});
+      EXPECT_EQ(r.capture.captured, pass == 0) << c.name << ": " << r.capture.reason;
+      for (const Var& v : r.outputs) outs[pass].push_back(v.value());
+    }
+    for (std::size_t j = 0; j < outs[0].size(); ++j)
+      EXPECT_LE(relative_error(outs[0][j], outs[1][j]), 1e-14) << c.name;
+  }
+}
+
+// Gradients of gradients through a captured step: create_graph records the batched
+// products' rules as matmul's.
+TEST(ScanCapture, SecondOrderThroughACapturedStep) {
+  const CellCase c = cells()[3];
+  Tensor result[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    Tape tape;
+    std::vector<Var> params, states;
+    std::uint64_t seed = 1;
+    for (const Shape& s : c.parameters) params.push_back(tape.variable(init(seed++, s)));
+    for (const Shape& s : c.states) states.push_back(tape.variable(init(seed++, s)));
+    const Var xs = tape.constant(init(seed++, c.xs, 1.0));
+    const ScanResult r = scan(c.step, {.sequences = {xs},
+                                       .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
+                                       .non_sequences = params,
+                                       .capture = pass == 0 ? Capture::required : Capture::off});
+    const Var g = grad(sum(r[0] * r[0]), params[1], {.create_graph = true});
+    result[pass] = tape.grad(std::vector<Var>{sum(g * g)}, std::vector<Var>{params[0]})[0].value();
+  }
+  EXPECT_LE(relative_error(result[0], result[1]), 1e-12);
+}
+
+// ---- what is not captured, and why --------------------------------------------------------
+
+// h_t = step(x_t, h_{t-1}) over `steps` rows of a fixed xs, from zeros.
+ScanResult running_sum(const StepFn& step, Capture capture = Capture::automatic, std::int64_t steps = 5) {
+  Tape& tape = Tape::current();
+  return scan(step, {.sequences = {tape.constant(init(9, {steps, 2}, 1.0))},
+                     .outputs_info = {tape.constant(zeros({2}, f64))},
+                     .capture = capture});
+}
+
+TEST(ScanCapture, StepsThatAreNotTheSameEveryStepAreRecordedAndSaySo) {
+  Tape tape;
+  const std::vector<std::pair<StepFn, std::string>> cases{
+      {[](S a) -> StepResult { return a[0] + a[1] * (sum(a[1]).value().item<double>() > 0 ? 1.0 : 2.0); },
+       "the step reads a value on the host (item())"},
+      {[](S a) -> StepResult { return a[0] + detach(a[1]) * 2.0; }, "changes between steps"},
+      {[](S a) -> StepResult { return StepResult({a[0] + a[1]}, {}, until(greater(sum(a[1]), scalar_like(a[1], 100.0)))); },
+       "the step returns an until condition"},
+      {[](S a) -> StepResult {
+         return scan([](S b) -> StepResult { return b[0] + b[1]; }, {.sequences = {a[0]}, .outputs_info = {a[1]}, .keep = Keep::last})[0] *
+                1.0;
+       },
+       "the step runs a loop of its own"},
+  };
+  for (const auto& [step, reason] : cases) {
+    const ScanResult r = running_sum(step, Capture::required);  // required: these do not count
+    EXPECT_FALSE(r.capture.captured) << reason;
+    EXPECT_NE(r.capture.reason.find(reason), std::string::npos) << r.capture.reason;
+  }
+  const ScanResult few = running_sum([](S a) -> StepResult { return a[0] + a[1]; }, Capture::automatic, 2);
+  EXPECT_EQ(few.capture.reason, "fewer than 3 steps");
+}
+
+TEST(ScanCapture, RequiredRefusesALimitationOfTheCapture) {
+  Tape tape;
+  const auto makes_a_variable = [](S a) -> StepResult { return a[0] + a[1] * Tape::current().variable(ones({2}, f64)); };
+  const ScanResult automatic = running_sum(makes_a_variable);
+  EXPECT_FALSE(automatic.capture.captured);
+  EXPECT_EQ(automatic.capture.reason, "the step makes a variable (Tape::variable)");
+  const std::uint32_t before = tape.size();
+  try {
+    running_sum(makes_a_variable, Capture::required);
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("the step makes a variable"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tape.size(), before + 2);  // as it was, but for xs and h0 made before scan ran
+}
+
+TEST(ScanCapture, TheMemoryReportSaysWhichPathRan) {
+  Tape tape;
+  const Var w = tape.variable(init(3, {2}));
+  running_sum([&](S a) -> StepResult { return a[0] + a[1] * w; });
+  running_sum([&](S a) -> StepResult { return StepResult({a[0] + a[1] * w}, {}, until(greater(sum(a[1]), scalar_like(a[1], 100.0)))); });
+  const MemoryReport report = tape.memory_report();
+  ASSERT_EQ(report.regions.size(), 2u);
+  EXPECT_EQ(report.regions[0].step, "captured");
+  EXPECT_EQ(report.regions[1].step, "recorded: the step returns an until condition");
+  EXPECT_NE(report.to_string().find("captured"), std::string::npos);
+}
+
+// A Shared updated by the step (Theano's updates) is read at the next step as its update.
+TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
+  Shared total(zeros({2}, f64), "total");
+  Tensor result[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    Tape tape;
+    const Var w = tape.variable(init(4, {2}));
+    const ScanResult r = running_sum(
+        [&](S a) -> StepResult {
+          const Var t = Var(total) + a[0] * w;
+          return {{a[1] + t}, Updates{{total, t}}};
+        },
+        pass == 0 ? Capture::required : Capture::off);
+    EXPECT_EQ(r.capture.captured, pass == 0) << r.capture.reason;
+    result[pass] = r.updates[total].value();
+    tape.backward(sum(r[0]) + sum(r.updates[total]));
+    EXPECT_TRUE(testing::same_bytes(w.grad(), w.grad()));
+    result[pass] = concat({result[pass], w.grad()});
+  }
+  EXPECT_TRUE(testing::same_bytes(result[0], result[1]));
+}
+
+// JAX's face with a pytree carry, and ONNX's Scan: captured like Theano's.
+TEST(ScanCapture, EveryFaceCaptures) {
+  Tape tape;
+  const Var xs = tape.constant(init(5, {6, 2}, 1.0)), w = tape.variable(init(6, {2}));
+  using Carry = std::pair<Var, Var>;
+  const auto [carry, ys] = jax::scan(
+      [&](const Carry& c, const Var& x) { return std::pair{Carry{c.first + x * w, c.second * 0.5 + c.first}, c.first}; },
+      Carry{tape.constant(zeros({2}, f64)), tape.constant(ones({2}, f64))}, xs, {.capture = Capture::required});
+  EXPECT_EQ(tape.memory_report().regions.back().step, "captured");
+  const OnnxScanResult onnx = onnx_scan([&](S a) { return std::vector<Var>{a[0] + a[1] * w, a[0]}; },
+                                        {tape.constant(zeros({2}, f64))}, {xs}, {.capture = Capture::required});
+  EXPECT_EQ(tape.memory_report().regions.back().step, "captured");
+  EXPECT_TRUE(testing::same_bytes(onnx.final_states[0].value(), carry.first.value()));
 }
 
 }  // namespace
