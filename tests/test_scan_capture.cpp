@@ -38,13 +38,25 @@ struct CellRun {
   StepCapture capture;
 };
 
+// A cell's inputs on `tape`, the same values every time: variables, or constants where
+// asked (the parameters and states, the sequence).
+struct CellInputs {
+  std::vector<Var> params, states;
+  Var xs;
+};
+CellInputs make_inputs(Tape& tape, const CellCase& c, bool constant_weights = false, bool constant_xs = false) {
+  auto make = [&](bool constant, Tensor t) { return constant ? tape.constant(std::move(t)) : tape.variable(std::move(t)); };
+  CellInputs in;
+  std::uint64_t seed = 1;
+  for (const Shape& s : c.parameters) in.params.push_back(make(constant_weights, init(seed++, s)));
+  for (const Shape& s : c.states) in.states.push_back(make(constant_weights, init(seed++, s)));
+  in.xs = make(constant_xs, init(seed++, c.xs, 1.0));
+  return in;
+}
+
 CellRun run_cell(const CellCase& c, Capture capture, ScanOptions extra = {}) {
   Tape tape;
-  std::vector<Var> params, states;
-  std::uint64_t seed = 1;
-  for (const Shape& s : c.parameters) params.push_back(tape.variable(init(seed++, s)));
-  for (const Shape& s : c.states) states.push_back(tape.variable(init(seed++, s)));
-  const Var xs = tape.variable(init(seed++, c.xs, 1.0));
+  const auto [params, states, xs] = make_inputs(tape, c);
   ScanOptions o = std::move(extra);
   o.sequences = {xs};
   o.outputs_info.assign(states.begin(), states.end());
@@ -128,11 +140,7 @@ std::vector<CellCase> cells() {
 // The same cell in a plain loop of the same ops: no scan at all.
 CellRun unrolled(const CellCase& c) {
   Tape tape;
-  std::vector<Var> params, states;
-  std::uint64_t seed = 1;
-  for (const Shape& s : c.parameters) params.push_back(tape.variable(init(seed++, s)));
-  for (const Shape& s : c.states) states.push_back(tape.variable(init(seed++, s)));
-  const Var xs = tape.variable(init(seed++, c.xs, 1.0));
+  const auto [params, states, xs] = make_inputs(tape, c);
   std::vector<Var> carry = states;
   std::vector<std::vector<Var>> stacked(states.size());
   for (std::int64_t t = 0; t < c.xs[0]; ++t) {
@@ -255,11 +263,7 @@ TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
     for (int pass = 0; pass < 2; ++pass) {
       Tape tape;
       NoGrad off;
-      std::vector<Var> params, states;
-      std::uint64_t seed = 1;
-      for (const Shape& s : c.parameters) params.push_back(tape.constant(init(seed++, s)));
-      for (const Shape& s : c.states) states.push_back(tape.constant(init(seed++, s)));
-      const Var xs = tape.constant(init(seed++, c.xs, 1.0));
+      const auto [params, states, xs] = make_inputs(tape, c, true, true);
       const ScanResult r = scan(c.step, {.sequences = {xs},
                                          .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
                                          .non_sequences = params,
@@ -279,11 +283,7 @@ TEST(ScanCapture, SecondOrderThroughACapturedStep) {
   Tensor result[2];
   for (int pass = 0; pass < 2; ++pass) {
     Tape tape;
-    std::vector<Var> params, states;
-    std::uint64_t seed = 1;
-    for (const Shape& s : c.parameters) params.push_back(tape.variable(init(seed++, s)));
-    for (const Shape& s : c.states) states.push_back(tape.variable(init(seed++, s)));
-    const Var xs = tape.constant(init(seed++, c.xs, 1.0));
+    const auto [params, states, xs] = make_inputs(tape, c, false, true);
     const ScanResult r = scan(c.step, {.sequences = {xs},
                                        .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
                                        .non_sequences = params,
