@@ -169,14 +169,16 @@ struct Grads3 {
 
 // h_t = tanh(W h_{t-1} + x_t) with a counted identity inside the step; loss on the last h
 // and on the stacked h (Theano face, carry fed back and kept only last with Keep::last).
-Grads3 rnn(std::int64_t steps, Checkpoint checkpoint, Keep keep = Keep::last) {
+Grads3 rnn(std::int64_t steps, Checkpoint checkpoint, Keep keep = Keep::last,
+           std::optional<Capture> capture = std::nullopt) {
   Tape tape;
   Var w = tape.variable(init(1, {3, 3}, 0.5));
   Var h0 = tape.variable(init(2, {1, 3}, 1.0));
   Var xs = tape.variable(init(3, {steps, 1, 3}, 1.0));
   g_runs = 0;
   auto r = scan([](S a) { return tanh(matmul(counted(a[1]), a[2]) + a[0]); },
-                {.sequences = {xs}, .outputs_info = {h0}, .non_sequences = {w}, .keep = keep, .checkpoint = checkpoint});
+                {.sequences = {xs}, .outputs_info = {h0}, .non_sequences = {w}, .keep = keep, .checkpoint = checkpoint,
+                 .capture = capture});
   Grads3 out;
   out.forward_runs = g_runs;
   out.captured = r.capture.captured;
@@ -371,15 +373,22 @@ TEST(ScanRevolve, TapsOnTheTheanoFace) {
 
 TEST(ScanRevolve, BudgetPicksTheSnapshotsFromTheBytesOfOneStep) {
   // Step of rnn(): values of counted (aliases h), matmul [1,3], add [1,3], tanh [1,3] -> the
-  // distinct buffers are three float64 [1,3] (72 bytes); the carry is tanh's, 24 bytes.
-  auto snapshots_for = [](std::size_t bytes) { return rnn(30, Checkpoint::budget(bytes)).stats.snapshots; };
+  // distinct buffers are three float64 [1,3] (72 bytes); the carry is tanh's, 24 bytes. As
+  // recorded: a captured step fuses add and tanh into one op that keeps only tanh's value.
+  auto snapshots_for = [](std::size_t bytes) {
+    return rnn(30, Checkpoint::budget(bytes), Keep::last, Capture::off).stats.snapshots;
+  };
   EXPECT_EQ(snapshots_for(1), 1);               // below one step: the start only
   EXPECT_EQ(snapshots_for(72), 1);
   EXPECT_EQ(snapshots_for(72 + 24), 2);
   EXPECT_EQ(snapshots_for(72 + 5 * 24 + 10), 6);
-  const Grads3 rv = rnn(30, Checkpoint::budget(72 + 5 * 24));
+  const Grads3 rv = rnn(30, Checkpoint::budget(72 + 5 * 24), Keep::last, Capture::off);
   EXPECT_EQ(rv.backward_runs, formula(30, 6));
-  expect_same_gradients(rv, rnn(30, Checkpoint::none()), "budget");
+  // Captured, one step holds 48 bytes: the same budget holds one snapshot more (48 + 6 * 24).
+  const Grads3 captured = rnn(30, Checkpoint::budget(72 + 5 * 24), Keep::last, Capture::required);
+  EXPECT_EQ(captured.stats.snapshots, 7);
+  expect_same_gradients(captured, rnn(30, Checkpoint::none(), Keep::last, Capture::required), "budget, captured");
+  expect_same_gradients(rv, rnn(30, Checkpoint::none(), Keep::last, Capture::off), "budget");
 }
 
 TEST(ScanRevolve, JaxAndOnnxFaces) {

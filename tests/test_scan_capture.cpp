@@ -195,6 +195,7 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
     // batches its weight gradient.
     EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
     EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
+    EXPECT_GE(captured.capture.fused_chains, 1) << c.name;  // the gates' elementwise work
     expect_same(captured, recorded, c.name + " captured vs recorded");
     expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
   }

@@ -313,7 +313,9 @@ class Run final : private detail::LoopState {
     program_ = detail::rewrite(tape_, *programs[1], rewrite_context(), &counts);
     replay_.emplace(tape_, *program_);
     base_ = tape_.size();  // what the steps share stays before the loop's steps
-    return {0, false, {true, "", counts.merged, counts.hoisted, counts.pushed_out, counts.batched_weight_grads}};
+    return {0, false,
+            {true, "", counts.merged, counts.hoisted, counts.pushed_out, counts.batched_weight_grads,
+             counts.fused_chains}};
   }
 
   // What each of the step's arguments is, in collect_args' order.

@@ -68,6 +68,7 @@ class Rewriter {
     for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
     for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
     for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
+    counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
     return std::move(out_);
   }
 
@@ -101,6 +102,18 @@ class Rewriter {
       case Kind::outer: return TapeAccess::node_value(tape_, r.index).shape();
       case Kind::literal: return in_.literals[r.index].shape();
       default: return in_.shareds[r.index].shape();
+    }
+  }
+  // The shape of an output program's value that is not one of its ops' at one step.
+  Shape out_shape(const ValueRef& r) const {
+    switch (r.kind) {
+      case Kind::arg: return cx_.args[r.index].shape;
+      case Kind::shared: return in_.shareds[r.index].shape();
+      case Kind::row: {
+        const Shape& s = TapeAccess::node_value(tape_, r.index).shape();
+        return Shape(s.begin() + 1, s.end());
+      }
+      default: return TapeAccess::node_value(tape_, r.index).shape();
     }
   }
   // A value that does not change, as a Var (mapped ref of kind outer).

@@ -8,6 +8,7 @@
 //   push out  ops on the sequences alone (elementwise work, a product with a loop-invariant
 //             weight) run once over every step (one product of all T·B rows), and each
 //             step reads its row;
+//   fuse      chains of elementwise ops of one shape become one op (elementwise_chain_detail.hpp);
 //   batch     the weight gradient of a product of a changing value and a loop-invariant
 //             weight is taken over many steps' rows at once (weight_grad_rows_detail.hpp).
 // Values equal the step's own; gradients too, up to the order of sums where a product's
@@ -40,8 +41,12 @@ struct RewriteContext {
 };
 
 struct RewriteCounts {
-  int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0;
+  int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0, fused_chains = 0;
 };
+
+// Fuses the chains of elementwise ops of `program`; shape_of gives the shape of a value
+// that is not the program's own (an argument, an outer node, a row). Returns the chains made.
+int fuse_elementwise(StepProgram& program, const std::function<Shape(const ValueRef&)>& shape_of);
 
 // Records the values the steps share on `tape` (before the loop's first step) and returns
 // the program each step replays.

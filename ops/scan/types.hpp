@@ -125,8 +125,9 @@ struct StepCapture {
   std::string reason;  // empty when captured
   // What the captured step's rewrite did (docs/scan.md, "Captured steps"): products merged
   // into one, ops run once before the loop, ops run over every step at once, and products
-  // whose weight gradient is taken over many steps' rows.
-  int merged_products = 0, hoisted_ops = 0, pushed_out_ops = 0, batched_weight_grads = 0;
+  // whose weight gradient is taken over many steps' rows, and chains of elementwise ops
+  // fused into one op each.
+  int merged_products = 0, hoisted_ops = 0, pushed_out_ops = 0, batched_weight_grads = 0, fused_chains = 0;
 };
 
 }  // namespace recur

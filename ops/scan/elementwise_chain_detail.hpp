@@ -1,0 +1,50 @@
+#pragma once
+// Internal to captured scan steps (step_rewrite.cpp): a chain of elementwise ops of one
+// shape fused into one op, as the fused layers' cell kernels do by hand. Each op alone
+// reads and writes whole tensors (and allocates its output); the chain runs over blocks of
+// a few thousand elements that stay in cache, writes only the values that leave it, and its
+// backward recomputes the block's values from the inputs instead of keeping them.
+//
+// Values equal the ops' own: tanh and sigmoid take the ops' kernels, the others are the same
+// arithmetic. Gradients are the ops' rules; a gradient summed over a broadcast input (a
+// bias) adds its rows in another order than sum_to. Under create_graph the chain records
+// its ops and their rules, so gradients of gradients work.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <recur/autodiff/op_box.hpp>
+#include <recur/core/shape.hpp>
+
+namespace recur::scan_engine::detail {
+
+// What the chain can fuse, by op name: add, sub, mul, div, neg, tanh, sigmoid, exp, relu.
+enum class ChainCode : std::uint8_t { add, sub, mul, div, neg, tanh, sigmoid, exp, relu };
+std::optional<ChainCode> chain_code(std::string_view op);
+
+struct ChainOperand {
+  bool is_input = true;     // one of the fused op's inputs, else an earlier instruction's value
+  std::uint16_t index = 0;
+};
+
+struct ChainInstruction {
+  ChainCode code;
+  ChainOperand a, b;  // b unused by unary codes
+};
+
+struct ChainProgram {
+  std::vector<ChainInstruction> code;
+  std::vector<std::uint16_t> outputs;  // the instructions whose values leave the chain, in order
+  Shape shape;                         // of every value in the chain
+  // The ops the instructions stand for, one per instruction (create_graph records them).
+  std::vector<recur::detail::OpBox> ops;
+};
+
+// The op of a chain, for a captured step's program: inputs as in the program's operands,
+// outputs the values `outputs` names (the first its main output).
+recur::detail::OpBox elementwise_chain_op(std::shared_ptr<const ChainProgram> program);
+
+}  // namespace recur::scan_engine::detail
