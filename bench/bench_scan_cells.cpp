@@ -1,7 +1,14 @@
 // scan_cell/<form>/<config>/<path>: the hand-written cells of scan_cells.hpp, one training
 // step each, with the step recorded at every call (path "recorded", Capture::off) and
 // captured ("captured"). The fused layers on the same shapes are rnn/lstm|gru/<config>/recur
-// (bench_rnn.cpp); run both in one filter to quote ratios from one run.
+// (bench_rnn.cpp). On a machine whose speed drifts, the paired runs give the ratios
+// (bench::paired_ratio, the median of back-to-back pairs): "captured_over_layer" (the
+// captured cell's time over nn::LSTM's or nn::GRU's), "captured_over_recorded", and
+// "fused_over_captured" (with the captured step's elementwise chains fused, which is off by
+// default, over without).
+#include <recur/ops/scan/step_rewrite_detail.hpp>
+
+#include "rnn_recur.hpp"
 #include "scan_cells.hpp"
 
 namespace {
@@ -32,6 +39,33 @@ void run(benchmark::State& state, bench::CellForm form, const bench::rnn::Config
             ->UseRealTime()
             ->MinTime(0.2)
             ->Unit(benchmark::kMillisecond);
+    }
+  for (const bench::CellForm form :
+       {bench::CellForm::lstm_merged, bench::CellForm::lstm_per_gate, bench::CellForm::gru_merged})
+    for (const bench::rnn::Config& config : bench::rnn::kConfigs) {
+      if (config.chunk < config.steps) continue;
+      const std::string name = std::string("scan_cell/") + bench::form_name(form) + "/" + config.name;
+      const auto cell = form == bench::CellForm::gru_merged ? bench::rnn::Cell::gru : bench::rnn::Cell::lstm;
+      benchmark::RegisterBenchmark((name + "/captured_over_layer").c_str(), [=](benchmark::State& state) {
+        const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
+        const bench::RecurRnnStep layer(cell, config);
+        bench::paired_ratio(state, [&] { captured.step(); }, [&] { layer.step(); });
+      })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((name + "/captured_over_recorded").c_str(), [=](benchmark::State& state) {
+        const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
+        const bench::ScanCellStep recorded(form, config, recur::Capture::off);
+        bench::paired_ratio(state, [&] { captured.step(); }, [&] { recorded.step(); });
+      })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((name + "/fused_over_captured").c_str(), [=](benchmark::State& state) {
+        namespace engine = recur::scan_engine::detail;
+        const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
+        auto fused = [&] {
+          engine::set_fusing_elementwise(true);
+          captured.step();
+          engine::set_fusing_elementwise(false);
+        };
+        bench::paired_ratio(state, fused, [&] { captured.step(); });
+      })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
     }
   return true;
 }();

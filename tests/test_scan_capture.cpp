@@ -10,6 +10,8 @@
 
 #include <recur/recur.hpp>
 
+#include <recur/ops/scan/step_rewrite_detail.hpp>
+
 #include "values.hpp"
 
 namespace recur {
@@ -185,19 +187,29 @@ void expect_same(const CellRun& got, const CellRun& want, const std::string& wha
     EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
 }
 
+// Fusing elementwise chains is off by default (docs/scan.md says why); these tests run with
+// it off and on.
+struct FusingChains {
+  explicit FusingChains(bool on) { scan_engine::detail::set_fusing_elementwise(on); }
+  ~FusingChains() { scan_engine::detail::set_fusing_elementwise(false); }
+};
+
 TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
-  for (const CellCase& c : cells()) {
-    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
-    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
-    EXPECT_FALSE(recorded.capture.captured) << c.name;
-    EXPECT_EQ(recorded.capture.reason, "capture is off");
-    // Every cell's input product runs once over every step, and every product with h
-    // batches its weight gradient.
-    EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
-    EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
-    EXPECT_GE(captured.capture.fused_chains, 1) << c.name;  // the gates' elementwise work
-    expect_same(captured, recorded, c.name + " captured vs recorded");
-    expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
+  for (const bool fuse : {false, true}) {
+    const FusingChains fusing(fuse);
+    for (const CellCase& c : cells()) {
+      const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+      EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+      EXPECT_FALSE(recorded.capture.captured) << c.name;
+      EXPECT_EQ(recorded.capture.reason, "capture is off");
+      // Every cell's input product runs once over every step, and every product with h
+      // batches its weight gradient.
+      EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
+      EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
+      EXPECT_EQ(captured.capture.fused_chains >= 1, fuse) << c.name;  // the gates' elementwise work
+      expect_same(captured, recorded, c.name + " captured vs recorded");
+      expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
+    }
   }
 }
 
@@ -210,6 +222,7 @@ TEST(ScanCapture, PerGateProductsMergeIntoOne) {
 // Finite differences through the captured peephole LSTM (first and second order: the
 // second runs the batched products' create_graph rules).
 TEST(ScanCapture, PeepholeLstmMatchesFiniteDifferences) {
+  const FusingChains fusing(true);
   const CellCase c = cells()[2];
   std::vector<Tensor> inputs;
   std::uint64_t seed = 1;
@@ -234,6 +247,7 @@ TEST(ScanCapture, PeepholeLstmMatchesFiniteDifferences) {
 
 // Every option of the loop, captured and recorded: the same values and gradients.
 TEST(ScanCapture, EveryOptionGivesTheRecordedResults) {
+  const FusingChains fusing(true);
   const CellCase c = cells()[0];
   const std::vector<std::pair<std::string, ScanOptions>> options{
       {"truncate_gradient 2", {.truncate_gradient = 2}},
@@ -259,6 +273,7 @@ TEST(ScanCapture, EveryOptionGivesTheRecordedResults) {
 
 // Without gradients the captured step runs forward only (values only, compacted per step).
 TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
+  const FusingChains fusing(true);
   for (const CellCase& c : cells()) {
     std::vector<Tensor> outs[2];
     for (int pass = 0; pass < 2; ++pass) {
@@ -280,6 +295,7 @@ TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
 // Gradients of gradients through a captured step: create_graph records the batched
 // products' rules as matmul's.
 TEST(ScanCapture, SecondOrderThroughACapturedStep) {
+  const FusingChains fusing(true);  // the chain records its ops and rules under create_graph
   const CellCase c = cells()[3];
   Tensor result[2];
   for (int pass = 0; pass < 2; ++pass) {

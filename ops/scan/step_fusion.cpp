@@ -57,6 +57,16 @@ class Fuser {
     return period;
   }
 
+  // A chain gains when it saves passes over memory that cost more than its own: three ops or
+  // more, one of them tanh, sigmoid or exp. (A chain of adds alone is a loss: add's rule passes
+  // its gradient on without a copy, where the chain writes every input's.)
+  bool worth_fusing(const std::vector<std::size_t>& g) const {
+    return g.size() >= 3 && std::any_of(g.begin(), g.end(), [&](std::size_t k) {
+             const ChainCode c = *chain_code(p_.ops[k].op.name());
+             return c == ChainCode::tanh || c == ChainCode::sigmoid || c == ChainCode::exp;
+           });
+  }
+
   // Greedy, in program order: an op joins the open chain when it has the chain's shape and
   // broadcast period; an op outside that reads the chain closes it (the fused op takes the
   // place of the chain's last op, so nothing between may need its values).
@@ -64,7 +74,7 @@ class Fuser {
     std::vector<std::size_t> open;
     std::int64_t open_period = 1;
     auto close = [&] {
-      if (open.size() >= 2) groups_.push_back(open);
+      if (worth_fusing(open)) groups_.push_back(open);
       open.clear();
       open_period = 1;
     };

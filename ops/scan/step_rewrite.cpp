@@ -2,6 +2,7 @@
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -68,7 +69,7 @@ class Rewriter {
     for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
     for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
     for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
-    counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
+    if (fusing_elementwise()) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
     return std::move(out_);
   }
 
@@ -320,7 +321,12 @@ class Rewriter {
   std::unordered_set<std::size_t> merged_into_;
 };
 
+std::atomic<bool> fuse_chains{false};
+
 }  // namespace
+
+void set_fusing_elementwise(bool on) { fuse_chains = on; }
+bool fusing_elementwise() { return fuse_chains; }
 
 StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context, RewriteCounts* counts) {
   RewriteCounts ignored;

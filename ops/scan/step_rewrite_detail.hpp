@@ -9,6 +9,7 @@
 //             weight) run once over every step (one product of all T·B rows), and each
 //             step reads its row;
 //   fuse      chains of elementwise ops of one shape become one op (elementwise_chain_detail.hpp);
+//             off unless set_fusing_elementwise(true): measured, it does not pay yet (docs/scan.md);
 //   batch     the weight gradient of a product of a changing value and a loop-invariant
 //             weight is taken over many steps' rows at once (weight_grad_rows_detail.hpp).
 // Values equal the step's own; gradients too, up to the order of sums where a product's
@@ -43,6 +44,11 @@ struct RewriteContext {
 struct RewriteCounts {
   int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0, fused_chains = 0;
 };
+
+// Whether rewrites fuse elementwise chains, for the whole process (tests and the bench
+// turn it on; off by default).
+void set_fusing_elementwise(bool on);
+bool fusing_elementwise();
 
 // Fuses the chains of elementwise ops of `program`; shape_of gives the shape of a value
 // that is not the program's own (an argument, an outer node, a row). Returns the chains made.
