@@ -4,8 +4,8 @@
 // (bench_rnn.cpp). On a machine whose speed drifts, the paired runs give the ratios
 // (bench::paired_ratio, the median of back-to-back pairs): "captured_over_layer" (the
 // captured cell's time over nn::LSTM's or nn::GRU's), "captured_over_recorded", and
-// "fused_over_captured" (with the captured step's elementwise chains fused, which is off by
-// default, over without).
+// "fused_over_captured" (with the captured step's elementwise chains fused, and its products
+// of one value merged, both off by default, over without).
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
 #include "rnn_recur.hpp"
@@ -60,9 +60,9 @@ void run(benchmark::State& state, bench::CellForm form, const bench::rnn::Config
         namespace engine = recur::scan_engine::detail;
         const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
         auto fused = [&] {
-          engine::set_fusing_elementwise(true);
+          engine::set_rewrite_switches({.merge_products = true, .fuse_elementwise = true});
           captured.step();
-          engine::set_fusing_elementwise(false);
+          engine::set_rewrite_switches({});
         };
         bench::paired_ratio(state, fused, [&] { captured.step(); });
       })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);

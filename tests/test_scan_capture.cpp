@@ -187,11 +187,11 @@ void expect_same(const CellRun& got, const CellRun& want, const std::string& wha
     EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
 }
 
-// Fusing elementwise chains is off by default (docs/scan.md says why); these tests run with
-// it off and on.
+// Merging products and fusing elementwise chains are off by default (docs/scan.md says
+// why); these tests run with them off and on.
 struct FusingChains {
-  explicit FusingChains(bool on) { scan_engine::detail::set_fusing_elementwise(on); }
-  ~FusingChains() { scan_engine::detail::set_fusing_elementwise(false); }
+  explicit FusingChains(bool on) { scan_engine::detail::set_rewrite_switches({on, on}); }
+  ~FusingChains() { scan_engine::detail::set_rewrite_switches({}); }
 };
 
 TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
@@ -207,6 +207,9 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
       EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
       EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
       EXPECT_EQ(captured.capture.fused_chains >= 1, fuse) << c.name;  // the gates' elementwise work
+      if (c.name == "lstm_per_gate") {
+        EXPECT_EQ(captured.capture.merged_products, fuse ? 2 : 0);
+      }
       expect_same(captured, recorded, c.name + " captured vs recorded");
       expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
     }
@@ -214,6 +217,9 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
 }
 
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {
+  const CellRun off = run_cell(cells()[1], Capture::required);
+  EXPECT_EQ(off.capture.merged_products, 0);
+  const FusingChains merging(true);
   const CellRun r = run_cell(cells()[1], Capture::required);
   ASSERT_TRUE(r.capture.captured) << r.capture.reason;
   EXPECT_EQ(r.capture.merged_products, 2);  // the four x products, and the four h products

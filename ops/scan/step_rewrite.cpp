@@ -56,7 +56,8 @@ class Rewriter {
       for (const ValueRef& r : op.inputs) d = std::max(d, dep_of(r));
       for (std::uint8_t o = 0; o < op.outputs; ++o) dep_[first_[k] + o] = d;
     }
-    const std::vector<std::vector<std::size_t>> groups = product_groups();
+    const std::vector<std::vector<std::size_t>> groups =
+        rewrite_switches().merge_products ? product_groups() : std::vector<std::vector<std::size_t>>{};
     for (std::size_t k = 0; k < in_.ops.size(); ++k) {
       if (merged_into_.contains(k)) continue;  // an earlier op of its group made it
       if (const auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.front() == k; });
@@ -69,7 +70,7 @@ class Rewriter {
     for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
     for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
     for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
-    if (fusing_elementwise()) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
+    if (rewrite_switches().fuse_elementwise) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
     return std::move(out_);
   }
 
@@ -260,13 +261,14 @@ class Rewriter {
       const std::size_t k = group[i];
       StepOp piece{recur::detail::slice_op(1, offset, offset + widths[i]), {merged_ref}, 1, in_.ops[k].shape};
       offset += widths[i];
-      if (merged_ref.kind == Kind::local) {
+      if (merged_ref.kind != Kind::outer) {  // each step slices its row of the product
+        // (slicing every step's rows at once before the loop would copy them, and scatter
+        // their gradients back, four times over)
         mapped_[first_[k]] = {Kind::local, static_cast<std::uint32_t>(out_.ops.size())};
         out_.ops.push_back(std::move(piece));
-      } else {  // the product runs before the loop: so do its slices
-        const Var whole = TapeAccess::handle(tape_, merged_ref.index);
-        const Var part = slice(whole, merged_ref.kind == Kind::row ? 2 : 1, offset - widths[i], offset);
-        mapped_[first_[k]] = {merged_ref.kind, part.id()};
+      } else {  // the product does not change: neither do its slices
+        const Var part = slice(TapeAccess::handle(tape_, merged_ref.index), 1, offset - widths[i], offset);
+        mapped_[first_[k]] = {Kind::outer, part.id()};
       }
     }
     ++counts_.merged;
@@ -321,12 +323,15 @@ class Rewriter {
   std::unordered_set<std::size_t> merged_into_;
 };
 
-std::atomic<bool> fuse_chains{false};
+std::atomic<bool> merge_switch{false}, fuse_switch{false};
 
 }  // namespace
 
-void set_fusing_elementwise(bool on) { fuse_chains = on; }
-bool fusing_elementwise() { return fuse_chains; }
+void set_rewrite_switches(RewriteSwitches s) {
+  merge_switch = s.merge_products;
+  fuse_switch = s.fuse_elementwise;
+}
+RewriteSwitches rewrite_switches() { return {merge_switch, fuse_switch}; }
 
 StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context, RewriteCounts* counts) {
   RewriteCounts ignored;

@@ -3,13 +3,13 @@
 // the loop records it, as Theano's scan_opt and cuDNN's RNN kernels do by hand:
 //   merge     products of one value with several loop-invariant weights (the four gate
 //             products of x_t, or of h) become one product with the weights joined, then
-//             slices of it;
+//             slices of it; off unless switched on: measured, it does not pay yet (docs/scan.md);
 //   hoist     ops whose inputs do not change between steps run once, before the loop;
 //   push out  ops on the sequences alone (elementwise work, a product with a loop-invariant
 //             weight) run once over every step (one product of all T·B rows), and each
 //             step reads its row;
 //   fuse      chains of elementwise ops of one shape become one op (elementwise_chain_detail.hpp);
-//             off unless set_fusing_elementwise(true): measured, it does not pay yet (docs/scan.md);
+//             off unless switched on, likewise;
 //   batch     the weight gradient of a product of a changing value and a loop-invariant
 //             weight is taken over many steps' rows at once (weight_grad_rows_detail.hpp).
 // Values equal the step's own; gradients too, up to the order of sums where a product's
@@ -45,10 +45,14 @@ struct RewriteCounts {
   int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0, fused_chains = 0;
 };
 
-// Whether rewrites fuse elementwise chains, for the whole process (tests and the bench
-// turn it on; off by default).
-void set_fusing_elementwise(bool on);
-bool fusing_elementwise();
+// The rewrites that are off by default, for the whole process (tests and the bench switch
+// them on).
+struct RewriteSwitches {
+  bool merge_products = false;
+  bool fuse_elementwise = false;
+};
+void set_rewrite_switches(RewriteSwitches switches);
+RewriteSwitches rewrite_switches();
 
 // Fuses the chains of elementwise ops of `program`; shape_of gives the shape of a value
 // that is not the program's own (an argument, an outer node, a row). Returns the chains made.
