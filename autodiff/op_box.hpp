@@ -225,13 +225,20 @@ class OpBox {
       return Entry(&undescribed_parameters);
   }
 
+  // Copies are made only when a loop captures its step: kept out of line and cold, so that
+  // the ops' forward stays inlined into record() (an entry per op grows each op's file).
+  template <class O, std::size_t Arity, class Storage>
+  [[gnu::cold, gnu::noinline]] static void clone_into(OpBox& dst, const void* p) {
+    if constexpr (requires(const O& op) { { op.fresh_copy() } -> std::same_as<O>; })
+      dst = make<Arity>(Storage::get(p).fresh_copy());
+    else
+      dst = make<Arity>(O(Storage::get(p)));
+  }
   template <class O, std::size_t Arity, class Storage>
   static constexpr auto clone_entry() {
     using Entry = void (*)(OpBox&, const void*);
-    if constexpr (requires(const O& op) { { op.fresh_copy() } -> std::same_as<O>; })
-      return Entry([](OpBox& dst, const void* p) { dst = make<Arity>(Storage::get(p).fresh_copy()); });
-    else if constexpr (std::is_copy_constructible_v<O>)
-      return Entry([](OpBox& dst, const void* p) { dst = make<Arity>(O(Storage::get(p))); });
+    if constexpr (std::is_copy_constructible_v<O>)
+      return Entry(&clone_into<O, Arity, Storage>);
     else
       return Entry(nullptr);
   }
@@ -241,10 +248,14 @@ class OpBox {
     else return false;
   }
   template <class O, class Storage>
+  [[gnu::cold, gnu::noinline]] static std::vector<Tensor> more_outputs_of(const void* p) {
+    return Storage::get(p).more_outputs();
+  }
+  template <class O, class Storage>
   static constexpr auto more_outputs_entry() {
     using Entry = std::vector<Tensor> (*)(const void*);
     if constexpr (requires(const O& op) { op.more_outputs(); })
-      return Entry([](const void* p) -> std::vector<Tensor> { return Storage::get(p).more_outputs(); });
+      return Entry(&more_outputs_of<O, Storage>);
     else
       return Entry(&single_output);
   }

@@ -91,7 +91,7 @@ struct TanhF {
   static constexpr std::string_view name = "tanh";
   template <class T> static T f(T x) { return std::tanh(x); }
   // Whole tensors take the vectorised kernel of the fused layers (within 3 ulp).
-  template <class T> static void rows(const T* x, T* y, std::int64_t n) { detail::tanh_values(x, y, n); }
+  template <class T> static void rows(const T* x, T* y, std::int64_t n) { nn::detail::kernels<T>().tanh_row(x, y, n); }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, sub(scalar_like(y, 1.0), mul(y, y))); }
   template <class T> static T dfast(T g, T, T y) { return g * (T(1) - y * y); }
 };
@@ -104,7 +104,11 @@ struct SigmoidF {
   }
   // The kernel clamps exp's argument, which leaves sigmoid(-inf) at 1e-308 instead of the
   // exact 0 that losses on infinite logits rely on: the far negative tail takes f.
-  template <class T> static void rows(const T* x, T* y, std::int64_t n) { detail::sigmoid_values(x, y, n); }
+  template <class T> static void rows(const T* x, T* y, std::int64_t n) {
+    nn::detail::kernels<T>().sigmoid_row(x, nullptr, y, n);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (x[i] < -detail::MathTraits<T>::exp_hi) y[i] = f(x[i]);
+  }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, mul(y, sub(scalar_like(y, 1.0), y))); }
   template <class T> static T dfast(T g, T, T y) { return g * y * (T(1) - y); }
 };
@@ -154,13 +158,11 @@ Var clip(const Var& x, double lo, double hi) { return record(Clip{lo, hi}, x); }
 namespace detail {
 template <class T>
 void tanh_values(const T* x, T* y, std::int64_t n) {
-  nn::detail::kernels<T>().tanh_row(x, y, n);
+  TanhF::rows(x, y, n);
 }
 template <class T>
 void sigmoid_values(const T* x, T* y, std::int64_t n) {
-  nn::detail::kernels<T>().sigmoid_row(x, nullptr, y, n);
-  for (std::int64_t i = 0; i < n; ++i)
-    if (x[i] < -MathTraits<T>::exp_hi) y[i] = SigmoidF::f(x[i]);
+  SigmoidF::rows(x, y, n);
 }
 template void tanh_values(const float*, float*, std::int64_t);
 template void tanh_values(const double*, double*, std::int64_t);
