@@ -216,6 +216,18 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
   }
 }
 
+// No rows at all: nothing to batch, and the same (empty) results.
+TEST(ScanCapture, AnEmptyBatchGivesTheRecordedResults) {
+  const FusingChains fusing(true);
+  CellCase c = cells()[0];
+  c.states = {{0, kH}, {0, kH}};
+  c.xs = {kT, 0, kI};
+  const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+  EXPECT_TRUE(captured.capture.captured) << captured.capture.reason;
+  EXPECT_EQ(captured.capture.batched_weight_grads, 0);
+  expect_same(captured, recorded, "B = 0");
+}
+
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {
   const CellRun off = run_cell(cells()[1], Capture::required);
   EXPECT_EQ(off.capture.merged_products, 0);

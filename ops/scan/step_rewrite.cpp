@@ -182,23 +182,29 @@ class Rewriter {
     return Var();
   }
 
+  // `product` (a plain matmul of a changing value and a weight that does not change, as the
+  // step records it) takes its weight gradient over many steps' rows, when the loop records
+  // gradients, the weight wants one and the step has rows.
+  void batch_weight_grad(StepOp& product) {
+    const Var w = invariant_var(product.inputs[1]);
+    const std::int64_t rows_per_step = product.shape[0];
+    if (!cx_.gradients || w.rank() != 2 || !TapeAccess::requires_grad(tape_, w.id()) || rows_per_step == 0) return;
+    const bool tb = transposed_b(product);
+    auto rows = std::make_shared<WeightGradRows>(
+        std::max<std::int64_t>(1, kWeightGradRows / rows_per_step) * rows_per_step, tb);
+    product.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
+    product.op = step_matmul_op(tb, std::move(rows));
+    ++counts_.batched_weight_grads;
+  }
+
   // op stays in the step; a product of a changing value with a weight batches its weight
   // gradient when the loop records gradients.
   void keep(std::size_t k) {
     const StepOp& op = in_.ops[k];
     StepOp copy{op.op.clone(), {}, op.outputs, op.shape};
     for (const ValueRef& r : op.inputs) copy.inputs.push_back(map(r));
-    if (cx_.gradients && is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant &&
-        step_shape(op.inputs[0]).size() == 2) {
-      const Var w = invariant_var(copy.inputs[1]);
-      if (w.rank() == 2 && TapeAccess::requires_grad(tape_, w.id())) {
-        auto rows = std::make_shared<WeightGradRows>(
-            std::max<std::int64_t>(1, kWeightGradRows / op.shape[0]) * op.shape[0], transposed_b(op));
-        copy.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
-        copy.op = step_matmul_op(transposed_b(op), std::move(rows));
-        ++counts_.batched_weight_grads;
-      }
-    }
+    if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && step_shape(op.inputs[0]).size() == 2)
+      batch_weight_grad(copy);
     for (std::uint8_t o = 0; o < op.outputs; ++o)
       mapped_[first_[k] + o] = {Kind::local, static_cast<std::uint32_t>(out_.ops.size()), o};
     out_.ops.push_back(std::move(copy));
@@ -287,16 +293,7 @@ class Rewriter {
         return {Kind::row, v.id()};
       }
     StepOp copy{product.op.clone(), {map(product.inputs[0]), product.inputs[1]}, 1, product.shape};
-    if (cx_.gradients) {
-      const Var w = invariant_var(copy.inputs[1]);
-      if (TapeAccess::requires_grad(tape_, w.id())) {
-        auto rows = std::make_shared<WeightGradRows>(
-            std::max<std::int64_t>(1, kWeightGradRows / product.shape[0]) * product.shape[0], transposed_b(product));
-        copy.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
-        copy.op = step_matmul_op(transposed_b(product), std::move(rows));
-        ++counts_.batched_weight_grads;
-      }
-    }
+    batch_weight_grad(copy);
     out_.ops.push_back(std::move(copy));
     return {Kind::local, static_cast<std::uint32_t>(out_.ops.size() - 1)};
   }
