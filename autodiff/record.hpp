@@ -36,6 +36,22 @@ Var record(Op op, const Vs&... inputs) {
                           keep ? detail::OpBox::make<sizeof...(Vs)>(std::move(op)) : detail::OpBox(), needs);
 }
 
+// For an op whose result takes no gradient, whatever its inputs (a comparison's mask,
+// detach): a constant on the inputs' tape. While a loop captures its step
+// (TapeAccess::keep_all_ops) the node keeps its op, so that the step's program computes it
+// again at every step instead of taking the first step's value for a constant. The op's
+// backward rule gives no gradient.
+template <class Op, class... Vs>
+Var record_without_gradient(Op op, const Vs&... inputs) {
+  static_assert((std::is_same_v<Vs, Var> && ...), "record_without_gradient() takes Vars");
+  const std::array<const Var*, sizeof...(Vs)> ptrs{&inputs...};
+  Tape& tape = detail::common_tape(Op::name, ptrs);
+  Tensor out = op.forward(TapeAccess::node_value(tape, inputs.id())...);
+  if (!TapeAccess::keeps_all_ops(tape)) return tape.constant(std::move(out));
+  const std::array<std::uint32_t, sizeof...(Vs)> ids{inputs.id()...};
+  return TapeAccess::push(tape, std::move(out), ids, detail::OpBox::make<sizeof...(Vs)>(std::move(op)), false);
+}
+
 namespace detail {
 // record_list's node; after_forward(op) runs between the forward and the push.
 template <class Op, class AfterForward>

@@ -7,6 +7,7 @@
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/recompute_detail.hpp>
+#include <recur/autodiff/record.hpp>
 #include <recur/autodiff/recording_scope.hpp>
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/autodiff/tape_registry_detail.hpp>
@@ -197,6 +198,18 @@ void TapeAccess::cut_gradients(Tape& tape, std::uint32_t begin, std::uint32_t en
   for (std::uint32_t i = begin; i < end && i < tape.nodes_.size(); ++i) tape.nodes_[i].cut = true;
 }
 
-Var detach(const Var& v) { return v.tape().constant(v.value()); }
+namespace {
+// detach's op: the value itself, no gradient (record_without_gradient).
+struct Detach {
+  static constexpr std::string_view name = "detach";
+  Tensor forward(const Tensor& x) const { return x; }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>&) const {
+    return Grads<V>(1);
+  }
+};
+}  // namespace
+
+Var detach(const Var& v) { return record_without_gradient(Detach{}, v); }
 
 }  // namespace recur

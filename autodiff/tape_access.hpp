@@ -77,8 +77,6 @@ class TapeAccess {
   static void share_value(Tape& tape, std::uint32_t id, const Tensor& view);
   // A construct's region of nodes closed: noted for Tape::memory_report() (memory_report.cpp).
   static void note_region(Tape& tape, detail::RegionRecord record);
-  // Regions noted so far: a construct that grew it ran a region of its own.
-  static std::size_t region_count(const Tape& tape) { return tape.regions_.size(); }
 
   // ---- scopes (autodiff/recording_scope.hpp) -----------------------------------------------
   static void push_scope(Tape& tape, RecordingScope* scope);

@@ -81,17 +81,18 @@ class Tensor {
 // elements (core/print.cpp).
 std::ostream& operator<<(std::ostream& o, const Tensor& t);
 
-template <class T>
-T Tensor::at(std::initializer_list<std::int64_t> index) const {
-  const std::int64_t i = flat_index(index);
-  return dispatch(dtype_, [&]<class E>() { return element_cast<T>(static_cast<const E*>(raw_data())[i], "at"); });
-}
-
 namespace detail {
-// Values read on the host with item(), counted per thread: a loop that captures its step
+// Values read on the host with item() or at(), counted per thread: a loop that captures its step
 // (ops/scan/step_program_detail.hpp) does not capture a step that reads one.
 inline thread_local std::uint64_t item_reads = 0;
 }  // namespace detail
+
+template <class T>
+T Tensor::at(std::initializer_list<std::int64_t> index) const {
+  ++detail::item_reads;
+  const std::int64_t i = flat_index(index);
+  return dispatch(dtype_, [&]<class E>() { return element_cast<T>(static_cast<const E*>(raw_data())[i], "at"); });
+}
 
 template <class T>
 T Tensor::item() const {

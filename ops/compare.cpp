@@ -39,16 +39,25 @@ struct Where {
   }
 };
 
+// A comparison on Vars: its mask is a constant for autodiff (record_without_gradient).
+template <class Rel, const std::string_view& Name>
+struct Comparison {
+  static constexpr std::string_view name = Name;  // the function's (equal, less, ...)
+  Tensor forward(const Tensor& a, const Tensor& b) const { return compare<Rel>(name, a, b); }
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>&) const {
+    return Grads<V>(2);
+  }
+};
+
 }  // namespace
 
-// On Vars a comparison is a constant: masks are not differentiable.
-#define RECUR_DEFINE_COMPARISON(fn, Rel)                                                 \
-  Tensor fn(const Tensor& a, const Tensor& b) { return compare<Rel>(#fn, a, b); }        \
-  Var fn(const Var& a, const Var& b) {                                                    \
-    const std::array<const Var*, 2> args{&a, &b};                                         \
-    Tape& tape = detail::common_tape(#fn, args);                                          \
-    return tape.constant(fn(a.value(), b.value()));                                       \
-  }
+#define RECUR_DEFINE_COMPARISON(fn, Rel)                                                         \
+  namespace {                                                                                    \
+  constexpr std::string_view fn##_name = #fn;                                                    \
+  }                                                                                              \
+  Tensor fn(const Tensor& a, const Tensor& b) { return compare<Rel>(#fn, a, b); }                \
+  Var fn(const Var& a, const Var& b) { return record_without_gradient(Comparison<Rel, fn##_name>{}, a, b); }
 RECUR_DEFINE_COMPARISON(equal, std::equal_to<>)
 RECUR_DEFINE_COMPARISON(not_equal, std::not_equal_to<>)
 RECUR_DEFINE_COMPARISON(less, std::less<>)

@@ -4,6 +4,7 @@
 // same ops.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -343,8 +344,16 @@ TEST(ScanCapture, StepsThatAreNotTheSameEveryStepAreRecordedAndSaySo) {
   Tape tape;
   const std::vector<std::pair<StepFn, std::string>> cases{
       {[](S a) -> StepResult { return a[0] + a[1] * (sum(a[1]).value().item<double>() > 0 ? 1.0 : 2.0); },
-       "the step reads a value on the host (item())"},
-      {[](S a) -> StepResult { return a[0] + detach(a[1]) * 2.0; }, "changes between steps"},
+       "the step reads a value on the host (item() or at())"},
+      {[](S a) -> StepResult { return a[0] + a[1] * (a[1].value().at<double>({0}) > 0 ? 1.0 : 2.0); },
+       "the step reads a value on the host (item() or at())"},
+      {[](S a) -> StepResult {
+         NoGrad off;  // an inner scan without gradients notes no region, and still counts
+         return scan([](S b) -> StepResult { return b[0] + b[1]; },
+                     {.sequences = {a[0]}, .outputs_info = {a[1]}, .keep = Keep::last})[0];
+       },
+       "the step runs a loop of its own"},
+      {[](S a) -> StepResult { return a[0] + Tape::current().constant(a[1].value()) * 2.0; }, "changes between steps"},
       {[](S a) -> StepResult { return StepResult({a[0] + a[1]}, {}, until(greater(sum(a[1]), scalar_like(a[1], 100.0)))); },
        "the step returns an until condition"},
       {[](S a) -> StepResult {
@@ -408,6 +417,72 @@ TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
     tape.backward(sum(r[0]) + sum(r.updates[total]));
     EXPECT_TRUE(testing::same_bytes(w.grad(), w.grad()));
     result[pass] = concat({result[pass], w.grad()});
+  }
+  EXPECT_TRUE(testing::same_bytes(result[0], result[1]));
+}
+
+// Steps whose values a first capture took for constants or whose gradients it let through,
+// each against the recorded path (values and every gradient within 1e-12).
+TEST(ScanCapture, MasksDetachNoGradAndDeadCodeReplayAsRecorded) {
+  const FusingChains fusing(true);  // the dead chain below is left unfused
+  // xs: the first two steps positive, then negative: a mask fixed at the first steps would be wrong.
+  Tensor xs = init(21, {6, 2, 3}, 1.0);
+  for (std::int64_t i = 0; i < xs.numel(); ++i) {
+    double* p = xs.data<double>();
+    p[i] = (i < 12 ? 1.0 : -1.0) * (std::abs(p[i]) + 0.1);
+  }
+  const std::vector<std::pair<std::string, std::function<StepResult(S, const Var&)>>> steps{
+      {"leaky relu by a mask", [](S a, const Var& w) -> StepResult {
+         const Var pre = a[0] + matmul(a[1], w);
+         return where(greater(pre, scalar_like(pre, 0.0)), pre, pre * 0.1) * 0.5;
+       }},
+      {"detach", [](S a, const Var& w) -> StepResult { return tanh(a[0] + matmul(a[1], w)) + detach(a[1]) * 0.25; }},
+      {"NoGrad inside", [](S a, const Var& w) -> StepResult {
+         Var gate;
+         {
+           NoGrad off;
+           gate = sigmoid(matmul(a[1], w));
+         }
+         return tanh(a[0] + matmul(a[1], w)) * gate;
+       }},
+      {"dead code", [](S a, const Var& w) -> StepResult {
+         const Var unused = sigmoid(a[0] * 2.0 + 1.0) * a[0];
+         (void)unused;
+         return tanh(a[0] + matmul(a[1], w));
+       }},
+  };
+  for (const auto& [name, step] : steps) {
+    Tensor got[2][3];
+    StepCapture path;
+    for (int pass = 0; pass < 2; ++pass) {
+      Tape tape;
+      const Var w = tape.variable(init(22, {3, 3})), x = tape.variable(xs), h0 = tape.variable(init(23, {2, 3}));
+      const ScanResult r = scan([&](S a) { return step(a, w); },
+                                {.sequences = {x}, .outputs_info = {h0}, .capture = pass == 0 ? Capture::required : Capture::off});
+      if (pass == 0) path = r.capture;
+      got[pass][0] = r[0].value();
+      tape.backward(sum(r[0] * r[0]));
+      got[pass][1] = w.grad();
+      got[pass][2] = concat({x.grad().view({x.grad().numel()}), h0.grad().view({h0.grad().numel()})});
+    }
+    EXPECT_TRUE(path.captured) << name << ": " << path.reason;
+    for (int k = 0; k < 3; ++k) EXPECT_LE(relative_error(got[0][k], got[1][k]), 1e-12) << name << " result " << k;
+  }
+}
+
+// A Var read from a Shared before the loop and held by the step, while the step updates
+// that Shared: the step reads the old value at every step, not the update.
+TEST(ScanCapture, AHeldReadOfAnUpdatedSharedIsNotTakenForARead) {
+  Shared total(zeros({2}, f64), "total");
+  Tensor result[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    total.assign(zeros({2}, f64));
+    Tape tape;
+    const Var held = Var(total);
+    const ScanResult r = running_sum(
+        [&](S a) -> StepResult { return {{a[1] + held}, Updates{{total, held + a[0]}}}; },
+        pass == 0 ? Capture::automatic : Capture::off);
+    result[pass] = concat({r[0].value().view({r[0].value().numel()}), r.updates[total].value()});
   }
   EXPECT_TRUE(testing::same_bytes(result[0], result[1]));
 }

@@ -28,6 +28,10 @@ using detail::OutputPlan;
 using detail::sequence_name;
 using detail::SequencePlan;
 
+// Runs of the engine started on this thread: a step that starts one runs a loop of its own
+// (counted whether or not it records gradients, so with or without a region on the tape).
+thread_local std::uint64_t loops_started = 0;
+
 // Pops the scan's scope from the tape however the run ends.
 struct ScopeGuard {
   Tape& tape;
@@ -47,6 +51,7 @@ class Run final : private detail::LoopState {
   }
 
   ScanRun operator()() {
+    ++loops_started;
     scope_.begin = tape_.size();
     scope_.strict = p_.strict;
     for (const auto& s : p_.sequences) scope_.allowed.push_back(s.data.id());
@@ -259,7 +264,7 @@ class Run final : private detail::LoopState {
     if (steps_ < 3) return {0, false, {false, "fewer than 3 steps"}};
     LoopSnapshot before = snapshot();
     const std::uint32_t mark = tape_.size();
-    const std::size_t regions = TapeAccess::region_count(tape_);
+    const std::uint64_t loops = loops_started;
     std::optional<detail::StepProgram> programs[2];
     std::optional<detail::Refusal> refusal;
     std::vector<std::pair<Shared, Var>> previous_updates;
@@ -281,8 +286,8 @@ class Run final : private detail::LoopState {
         if (r.until.defined())
           refusal = {true, "the step returns an until condition"};
         else if (recur::detail::item_reads != reads)
-          refusal = {true, "the step reads a value on the host (item())"};
-        else if (TapeAccess::region_count(tape_) != regions)
+          refusal = {true, "the step reads a value on the host (item() or at())"};
+        else if (loops_started != loops)
           refusal = {true, "the step runs a loop of its own (that loop captures its own step)"};
         else {
           auto [program, why] = detail::read_program(

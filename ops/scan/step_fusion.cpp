@@ -31,7 +31,6 @@ class Fuser {
 
   int operator()() {
     find_groups();
-    if (groups_.empty()) return 0;
     rebuild();
     return static_cast<int>(groups_.size());
   }
@@ -45,7 +44,7 @@ class Fuser {
   std::int64_t fits(std::size_t k) const {
     const StepOp& op = p_.ops[k];
     const auto code = chain_code(op.op.name());
-    if (!code || op.outputs != 1 || !op.op.elementwise()) return 0;
+    if (!code || op.outputs != 1 || !op.op.elementwise() || !op.takes_gradient) return 0;
     if (op.inputs.size() != (*code >= ChainCode::neg ? 1u : 2u)) return 0;
     std::int64_t period = 1;
     const std::int64_t total = numel(op.shape);
@@ -113,6 +112,10 @@ class Fuser {
   }
 
   void rebuild() {
+    // A chain none of whose values is read after it (dead code of the step) stays as it is.
+    std::erase_if(groups_, [&](const std::vector<std::size_t>& g) {
+      return std::none_of(g.begin(), g.end(), [&](std::size_t k) { return escapes(k, g); });
+    });
     std::vector<int> group_of(p_.ops.size(), -1);
     for (std::size_t g = 0; g < groups_.size(); ++g)
       for (std::size_t k : groups_[g]) group_of[k] = static_cast<int>(g);

@@ -60,6 +60,10 @@ class ProgramReader {
   bool updated_in_step(const Shared& shared) const {
     return std::find(updated_.begin(), updated_.end(), shared) != updated_.end();
   }
+  bool updated_before(const Shared& shared) const {
+    return std::any_of(s_.previous_updates.begin(), s_.previous_updates.end(),
+                       [&](const auto& u) { return u.first == shared; });
+  }
 
   // Where the value of node `id` comes from, as the step sees it.
   std::optional<ValueRef> ref_of(std::uint32_t id) {
@@ -69,8 +73,11 @@ class ProgramReader {
     for (const auto& [shared, value] : s_.previous_updates)  // a read that sees an earlier step's update
       if (value.id() == id) return ValueRef{Kind::shared, shared_index(shared)};
     if (id < s_.loop_begin) {
-      // A read of a Shared the step updates reads the update from the next step on.
-      if (const Shared* read = TapeAccess::shared_read_by(tape_, id); read && updated_in_step(*read))
+      // A read of a Shared the step updates reads the update from the next step on. Once an
+      // earlier step updated it, the old read is a Var the step function holds: outer (so
+      // the two steps' programs differ).
+      if (const Shared* read = TapeAccess::shared_read_by(tape_, id); read && updated_in_step(*read) &&
+                                                                       !updated_before(*read))
         return ValueRef{Kind::shared, shared_index(*read)};
       return ValueRef{Kind::outer, id};
     }
@@ -104,11 +111,14 @@ class ProgramReader {
     if (!n.op.copyable()) return refuse(false, "op " + name + " cannot be copied");
     if (!n.op.attributes()) return refuse(false, "op " + name + " does not describe its parameters");
     StepOp op{n.op.clone(), {}, 1, n.value.shape()};
+    bool input_wants_gradient = false;
     for (std::uint32_t in : n.inputs) {
       const auto r = ref_of(in);
       if (!r) return false;
       op.inputs.push_back(*r);
+      input_wants_gradient = input_wants_gradient || TapeAccess::requires_grad(tape_, in);
     }
+    op.takes_gradient = n.requires_grad || !input_wants_gradient;
     local_[id] = {Kind::local, static_cast<std::uint32_t>(p_.ops.size())};
     p_.ops.push_back(std::move(op));
     return true;
@@ -178,7 +188,8 @@ std::optional<std::string> difference(const StepProgram& a, const StepProgram& b
   return std::nullopt;
 }
 
-Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs) {
+Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
+                      bool takes_gradient) {
   boost::container::small_vector<std::uint32_t, 4> ids;
   boost::container::small_vector<const Tensor*, 4> values;
   bool needs = false;
@@ -187,7 +198,7 @@ Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vec
     values.push_back(&TapeAccess::node_value(tape, v.id()));
     needs = needs || TapeAccess::requires_grad(tape, v.id());
   }
-  needs = needs && grad_enabled();
+  needs = needs && grad_enabled() && takes_gradient;
   recur::detail::OpBox box = op.clone();
   Tensor out = box.replay(InputList<Tensor>(values.data(), values.size()));
   return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
@@ -241,7 +252,7 @@ StepResult StepReplay::run(std::span<const Var> args, std::int64_t t, RecordingS
       inputs.push_back(&TapeAccess::node_value(tape_, id));
       needs = needs || TapeAccess::requires_grad(tape_, id);
     }
-    needs = needs && grads;
+    needs = needs && grads && op.takes_gradient;
     recur::detail::OpBox box = op.op.clone();
     Tensor out = box.replay(InputList<Tensor>(inputs.data(), inputs.size()));
     std::vector<Tensor> more = op.outputs > 1 ? box.more_outputs() : std::vector<Tensor>{};

@@ -46,6 +46,10 @@ struct StepOp {
   std::vector<ValueRef> inputs;
   std::uint8_t outputs = 1;   // 1 + the outputs after the first (record_outputs)
   Shape shape;                // of its (first) output, as the step recorded it
+  // False when an input wanted a gradient and the node took none (NoGrad inside the step,
+  // a comparison): replayed, it takes none either. (At the first step the inputs may want
+  // none yet: the loop replays the second step's program.)
+  bool takes_gradient = true;
 };
 
 struct StepProgram {
@@ -86,7 +90,8 @@ std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, co
 std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);
 
 // `op` run on `inputs` and recorded as the step recorded it (a gradient when an input needs one).
-Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs);
+Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
+                      bool takes_gradient = true);
 
 // The values one step of a program produces, recorded on the tape: its outputs, returned
 // updates and the updates it made inside (handed to `scope` as a step's draws are).

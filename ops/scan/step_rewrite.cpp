@@ -142,7 +142,7 @@ class Rewriter {
     if (d == Dep::invariant) {
       std::vector<Var> inputs;
       for (const ValueRef& r : op.inputs) inputs.push_back(invariant_var(map(r)));
-      mapped_[first_[k]] = {Kind::outer, record_program_op(tape_, op.op, inputs).id()};
+      mapped_[first_[k]] = {Kind::outer, record_program_op(tape_, op.op, inputs, op.takes_gradient).id()};
       ++counts_.hoisted;
       return;
     }
@@ -171,12 +171,12 @@ class Rewriter {
         inputs.push_back(invariant_var(m));
       }
     }
-    if (op.op.elementwise()) return record_program_op(tape_, op.op, inputs);
+    if (op.op.elementwise()) return record_program_op(tape_, op.op, inputs, op.takes_gradient);
     if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && inputs[1].rank() == 2) {
       // [T, B, K] as [T B, K]: one product for every step's rows.
       const Shape& x = inputs[0].shape();
       const Var rows = reshape(inputs[0], {x[0] * x[1], x[2]});
-      const Var product = record_program_op(tape_, op.op, {rows, inputs[1]});
+      const Var product = record_program_op(tape_, op.op, {rows, inputs[1]}, op.takes_gradient);
       return reshape(product, {x[0], x[1], product.size(1)});
     }
     return Var();
@@ -188,7 +188,9 @@ class Rewriter {
   void batch_weight_grad(StepOp& product) {
     const Var w = invariant_var(product.inputs[1]);
     const std::int64_t rows_per_step = product.shape[0];
-    if (!cx_.gradients || w.rank() != 2 || !TapeAccess::requires_grad(tape_, w.id()) || rows_per_step == 0) return;
+    if (!cx_.gradients || !product.takes_gradient || w.rank() != 2 || w.numel() == 0 ||
+        !TapeAccess::requires_grad(tape_, w.id()) || rows_per_step == 0)
+      return;
     const bool tb = transposed_b(product);
     auto rows = std::make_shared<WeightGradRows>(
         std::max<std::int64_t>(1, kWeightGradRows / rows_per_step) * rows_per_step, tb);
@@ -201,7 +203,7 @@ class Rewriter {
   // gradient when the loop records gradients.
   void keep(std::size_t k) {
     const StepOp& op = in_.ops[k];
-    StepOp copy{op.op.clone(), {}, op.outputs, op.shape};
+    StepOp copy{op.op.clone(), {}, op.outputs, op.shape, op.takes_gradient};
     for (const ValueRef& r : op.inputs) copy.inputs.push_back(map(r));
     if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && step_shape(op.inputs[0]).size() == 2)
       batch_weight_grad(copy);
@@ -238,7 +240,8 @@ class Rewriter {
   }
   bool mergeable(std::size_t k) const {
     const StepOp& op = in_.ops[k];
-    return is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && step_shape(op.inputs[1]).size() == 2;
+    return is_plain_matmul(op) && op.takes_gradient && dep_of(op.inputs[1]) == Dep::invariant &&
+           step_shape(op.inputs[1]).size() == 2;
   }
   // Op j's weight exists where op k runs (j's value is k's): made by an op before k, if any.
   bool weight_ready_at(std::size_t j, std::size_t k) const {

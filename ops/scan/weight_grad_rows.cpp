@@ -38,6 +38,10 @@ void WeightGradRows::add(std::uint64_t pass, const Tensor& h, const Tensor& g, T
 void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
   if (pass != pass_ || filled_ == 0) return;
   const std::int64_t k = h_rows_.size(1), n = g_rows_.size(1);
+  if (k == 0 || n == 0) {  // an empty weight: nothing to add (and BLAS refuses its strides)
+    filled_ = 0;
+    return;
+  }
   dispatch_floating("scan_step_matmul", into.dtype(), [&]<class T>() {
     // dW = H^T G ([k, n]), or with W transposed dW = G^T H ([n, k]).
     if (transpose_w_)
