@@ -213,6 +213,8 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
       }
       expect_same(captured, recorded, c.name + " captured vs recorded");
       expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
+      for (std::size_t j = 0; j < captured.outputs.size(); ++j)
+        EXPECT_TRUE(testing::same_bytes(captured.outputs[j], recorded.outputs[j])) << c.name << " output " << j << (fuse ? " fused" : "");
     }
   }
 }
