@@ -9,6 +9,7 @@
 #include <recur/autodiff/record.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
+#include <recur/ops/indexing.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
 #include <recur/ops/unary.hpp>
 
@@ -49,34 +50,56 @@ class ChainBlocks {
  public:
   ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs) : p_(p), inputs_(inputs) {
     total_ = numel(p.shape);
+    width_ = p.shape.empty() ? 1 : p.shape.back();
     period_ = 1;
-    for (const Tensor& in : inputs)
-      if (in.numel() != total_) period_ = std::max(period_, in.numel());
+    for (const ChainSlot& slot : p.slots) {
+      if (slot.column >= 0) period_ = std::max(period_, width_);  // blocks of whole rows
+      else if (inputs[slot.input].numel() != total_) period_ = std::max(period_, inputs[slot.input].numel());
+    }
     block_ = block_size(total_, period_);
-    // A broadcast input reads the same in every block (blocks start at whole periods).
-    repeated_.resize(inputs.size());
-    for (std::size_t j = 0; j < inputs.size(); ++j) {
-      const std::int64_t n = inputs[j].numel();
-      if (n == total_) continue;
-      const T* x = inputs[j].data<T>();
-      repeated_[j].resize(static_cast<std::size_t>(block_));
-      for (std::int64_t i = 0; i < block_; ++i) repeated_[j][i] = x[i % n];
+    // A broadcast input reads the same in every block (blocks start at whole periods); a
+    // slot of columns is gathered for each block (load).
+    own_.resize(p.slots.size());
+    for (std::size_t j = 0; j < p.slots.size(); ++j) {
+      const ChainSlot& slot = p.slots[j];
+      const Tensor& in = inputs[slot.input];
+      if (slot.column < 0 && in.numel() == total_) continue;
+      own_[j].resize(static_cast<std::size_t>(block_));
+      if (slot.column >= 0) continue;
+      const T* x = in.data<T>();
+      const std::int64_t n = in.numel();
+      for (std::int64_t i = 0; i < block_; ++i) own_[j][i] = x[i % n];
     }
   }
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
+  std::int64_t width() const { return width_; }
 
-  // An operand's elements [begin, begin + n); `values(k)` gives instruction k's.
+  // Gathers the column slots' elements [begin, begin + n) (whole rows).
+  void load(std::int64_t begin, std::int64_t n) {
+    for (std::size_t j = 0; j < p_.slots.size(); ++j) {
+      const ChainSlot& slot = p_.slots[j];
+      if (slot.column < 0) continue;
+      const Tensor& in = inputs_[slot.input];
+      const std::int64_t stride = in.shape().back();
+      const T* x = in.data<T>() + (begin / width_) * stride + slot.column;
+      for (std::int64_t row = 0; row < n / width_; ++row)
+        std::copy_n(x + row * stride, width_, own_[j].data() + row * width_);
+    }
+  }
+
+  // An operand's elements [begin, begin + n) (after load); `values(k)` gives instruction k's.
   template <class Values>
   const T* operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
     if (!o.is_input) return values(o.index);
-    const Tensor& in = inputs_[o.index];
-    return in.numel() == total_ ? in.data<T>() + begin : repeated_[o.index].data();
+    if (own_[o.index].empty()) return inputs_[p_.slots[o.index].input].data<T>() + begin;
+    return own_[o.index].data();
   }
 
   // Every instruction's value over elements [begin, begin + n), into values(k).
   template <class Values>
-  void run(std::int64_t begin, std::int64_t n, Values&& values) const {
+  void run(std::int64_t begin, std::int64_t n, Values&& values) {
+    load(begin, n);
     for (std::size_t k = 0; k < p_.code.size(); ++k) {
       const ChainInstruction& in = p_.code[k];
       const T* a = operand(in.a, begin, values);
@@ -99,8 +122,8 @@ class ChainBlocks {
  private:
   const ChainProgram& p_;
   std::span<const Tensor> inputs_;
-  std::int64_t total_ = 0, period_ = 1, block_ = 1;
-  std::vector<std::vector<T>> repeated_;
+  std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
+  std::vector<std::vector<T>> own_;  // per slot: its repeats, or its gathered columns; empty: read in place
 };
 
 // r = c (first contribution) or r += c, over n elements.
@@ -119,21 +142,24 @@ void put(T* __restrict r, bool add, std::int64_t n, C&& c) {
 template <class T>
 Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
                              std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
-  const ChainBlocks<T> blocks(p, inputs);
-  const std::int64_t block = blocks.block(), total = blocks.total();
-  const std::size_t n_code = p.code.size(), n_in = inputs.size();
-  Grads<Tensor> grads(n_in);
-  for (std::size_t j = 0; j < n_in; ++j)
-    if (needs[j])
-      grads[j] = inputs[j].numel() == total ? Tensor::empty(inputs[j].shape(), inputs[j].dtype())
-                                            : zeros(inputs[j].shape(), inputs[j].dtype());
-  T* const regs = scratch<T>(1, (n_code + n_in) * static_cast<std::size_t>(block));
-  std::vector<std::uint8_t> written(n_code + n_in);
+  ChainBlocks<T> blocks(p, inputs);
+  const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
+  const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
+  Grads<Tensor> grads(inputs.size());
+  for (std::size_t j = 0; j < n_slots; ++j) {
+    const std::uint16_t in = p.slots[j].input;
+    if (!needs[in] || grads[in].defined()) continue;
+    const bool whole = p.slots[j].column < 0 && inputs[in].numel() == total;
+    grads[in] = whole ? Tensor::empty(inputs[in].shape(), inputs[in].dtype()) : zeros(inputs[in].shape(), inputs[in].dtype());
+  }
+  T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
+  std::vector<std::uint8_t> written(n_code + n_slots);
   for (std::int64_t begin = 0; begin < total; begin += block) {
     const std::int64_t n = std::min(block, total - begin);
     auto value = [&](std::size_t k) { return values[k] + begin; };
+    blocks.load(begin, n);
     std::fill(written.begin(), written.end(), 0);
-    // Register r: value r's gradient (r < n_code), or input r - n_code's.
+    // Register r: value r's gradient (r < n_code), or slot r - n_code's.
     auto reg = [&](std::size_t r) { return regs + r * block; };
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
@@ -150,7 +176,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       const T* b = unary(in.code) ? nullptr : blocks.operand(in.b, begin, value);
       // Adds c(i) into operand o's register, when it wants a gradient.
       auto add = [&](const ChainOperand& o, auto&& c) {
-        if (o.is_input && !needs[o.index]) return;
+        if (o.is_input && !needs[p.slots[o.index].input]) return;
         const std::size_t r = o.is_input ? n_code + o.index : o.index;
         put(reg(r), written[r], n, c);
         written[r] = 1;
@@ -181,15 +207,24 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
         case ChainCode::relu: add(in.a, [gy, a](std::int64_t i) { return a[i] > 0 ? gy[i] : T(0); }); break;
       }
     }
-    for (std::size_t j = 0; j < n_in; ++j) {  // the inputs' gradients of this block
-      if (!needs[j]) continue;
+    for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
+      const ChainSlot& slot = p.slots[j];
+      if (!needs[slot.input] || !written[n_code + j]) {
+        if (needs[slot.input] && slot.column < 0 && inputs[slot.input].numel() == total)
+          std::fill_n(grads[slot.input].data<T>() + begin, n, T(0));
+        continue;
+      }
       const T* g = reg(n_code + j);
-      T* d = grads[j].data<T>();
-      const std::int64_t size = inputs[j].numel();
-      if (size == total) {
-        if (written[n_code + j]) std::copy_n(g, n, d + begin);
-        else std::fill_n(d + begin, n, T(0));
-      } else if (written[n_code + j]) {  // a broadcast input sums its repeats (n is whole periods)
+      T* d = grads[slot.input].data<T>();
+      const std::int64_t size = inputs[slot.input].numel();
+      if (slot.column >= 0) {  // its columns of each row
+        const std::int64_t stride = inputs[slot.input].shape().back();
+        T* row0 = d + (begin / width) * stride + slot.column;
+        for (std::int64_t row = 0; row < n / width; ++row)
+          for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
+      } else if (size == total) {
+        std::copy_n(g, n, d + begin);
+      } else {  // a broadcast input sums its repeats (n is whole periods)
         for (std::int64_t row = 0; row < n; row += size)
           for (std::int64_t i = 0; i < size; ++i) d[i] += g[row + i];
       }
@@ -248,7 +283,7 @@ struct ElementwiseChain {
     const auto n_code = static_cast<std::int64_t>(p.code.size());
     std::vector<Tensor> outs;
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
-      const ChainBlocks<T> blocks(p, inputs);
+      ChainBlocks<T> blocks(p, inputs);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
       if (grad_enabled()) {
         outputs = outs;
@@ -300,7 +335,17 @@ struct ElementwiseChain {
     const ChainProgram& p = *program;
     Tape& tape = a.grad.tape();
     std::vector<Var> values;
-    auto operand = [&](const ChainOperand& o) { return o.is_input ? a.inputs[o.index] : values[o.index]; };
+    // A slot as a Var: the input, or the slice of its columns the chain reads in place.
+    auto slot_var = [&](std::size_t j) {
+      const ChainSlot& slot = p.slots[j];
+      const Var& in = a.inputs[slot.input];
+      if (slot.column < 0) return in;
+      const std::int64_t width = p.shape.back();
+      return slice(in, in.rank() - 1, slot.column, slot.column + width);
+    };
+    std::vector<Var> slots;
+    for (std::size_t j = 0; j < p.slots.size(); ++j) slots.push_back(slot_var(j));
+    auto operand = [&](const ChainOperand& o) { return o.is_input ? slots[o.index] : values[o.index]; };
     for (std::size_t k = 0; k < p.code.size(); ++k) {
       std::vector<Var> in{operand(p.code[k].a)};
       if (!unary(p.code[k].code)) in.push_back(operand(p.code[k].b));
@@ -312,7 +357,7 @@ struct ElementwiseChain {
       const Var& go = o == 0 ? a.grad : (o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Var());
       if (go.defined()) accumulate(g[p.outputs[o]], go);
     }
-    Grads<Var> result(a.inputs.size());
+    std::vector<Var> slot_grads(p.slots.size());
     for (std::size_t k = p.code.size(); k-- > 0;) {
       if (!g[k].defined()) continue;
       const ChainInstruction& in = p.code[k];
@@ -327,9 +372,26 @@ struct ElementwiseChain {
           BackwardArgs<Var>{g[k], InputList<Var>(ptrs.data(), ptrs.size()), values[k], needs, nullptr, {}});
       for (std::size_t i = 0; i < operands.size(); ++i) {
         if (i >= gs.size() || !gs[i].defined()) continue;
-        if (operands[i].is_input) accumulate(result[operands[i].index], gs[i]);
+        if (operands[i].is_input) accumulate(slot_grads[operands[i].index], gs[i]);
         else accumulate(g[operands[i].index], gs[i]);
       }
+    }
+    // Each slot's gradient to its input (a slice's through the slice's own rule).
+    Grads<Var> result(a.inputs.size());
+    for (std::size_t j = 0; j < p.slots.size(); ++j) {
+      if (!slot_grads[j].defined()) continue;
+      const std::uint16_t in = p.slots[j].input;
+      if (p.slots[j].column < 0) {
+        accumulate(result[in], slot_grads[j]);
+        continue;
+      }
+      const recur::detail::OpBox& slice_rule = TapeAccess::node(tape, slots[j].id()).op;
+      if (!slice_rule || !a.needs_grad(in)) continue;  // the input takes no gradient
+      const Var* inputs[] = {&a.inputs[in]};
+      const std::uint8_t need = 1;
+      const Grads<Var> gs = slice_rule.backward(BackwardArgs<Var>{
+          slot_grads[j], InputList<Var>(inputs, 1), slots[j], std::span<const std::uint8_t>(&need, 1), nullptr, {}});
+      accumulate(result[in], gs[0]);
     }
     return result;
   }

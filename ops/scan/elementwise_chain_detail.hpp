@@ -26,8 +26,17 @@ enum class ChainCode : std::uint8_t { add, sub, mul, div, neg, tanh, sigmoid, ex
 std::optional<ChainCode> chain_code(std::string_view op);
 
 struct ChainOperand {
-  bool is_input = true;     // one of the fused op's inputs, else an earlier instruction's value
+  bool is_input = true;     // one of the chain's slots, else an earlier instruction's value
   std::uint16_t index = 0;
+};
+
+// An input as the chain reads it: the op's input `input` whole or broadcast (column < 0),
+// or its columns [column, column + width) of every row, width the chain's last size: a
+// slice along the last axis read in place instead of copied (the gates of a merged product).
+struct ChainSlot {
+  std::uint16_t input = 0;
+  std::int64_t column = -1;
+  bool operator==(const ChainSlot&) const = default;
 };
 
 struct ChainInstruction {
@@ -36,6 +45,7 @@ struct ChainInstruction {
 };
 
 struct ChainProgram {
+  std::vector<ChainSlot> slots;  // what ChainOperand::index names for an input operand
   std::vector<ChainInstruction> code;
   std::vector<std::uint16_t> outputs;  // the instructions whose values leave the chain, in order
   Shape shape;                         // of every value in the chain

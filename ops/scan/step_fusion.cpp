@@ -2,6 +2,8 @@
 // elementwise_chain_detail.hpp).
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 
 #include <recur/ops/scan/elementwise_chain_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
@@ -118,13 +120,18 @@ class Fuser {
     });
     std::vector<int> group_of(p_.ops.size(), -1);
     for (std::size_t g = 0; g < groups_.size(); ++g)
-      for (std::size_t k : groups_[g]) group_of[k] = static_cast<int>(g);
+      for (std::size_t k : groups_[g]) {
+        group_of[k] = static_cast<int>(g);
+        for (const ValueRef& r : p_.ops[k].inputs)  // decided before any op moves
+          if (const auto column = column_of(r, groups_[g])) absorbed_[r.index] = *column;
+      }
     std::vector<std::vector<ValueRef>> mapped(p_.ops.size());  // per old op: its outputs' new refs
     auto map = [&](const ValueRef& r) { return r.kind == Kind::local ? mapped[r.index][r.output] : r; };
     std::vector<StepOp> ops;
     for (std::size_t k = 0; k < p_.ops.size(); ++k) {
       const int g = group_of[k];
       if (g >= 0 && k != groups_[g].back()) continue;  // made with its chain's last op
+      if (g < 0 && absorbed_.contains(k)) continue;  // read in place by its chain
       if (g < 0) {
         StepOp op = std::move(p_.ops[k]);
         for (ValueRef& r : op.inputs) r = map(r);
@@ -159,10 +166,16 @@ class Fuser {
         if (inside != g.end()) {
           operand = {false, static_cast<std::uint16_t>(inside - g.begin())};
         } else {
-          const ValueRef outer = map(r);
+          const auto found = r.kind == Kind::local ? absorbed_.find(r.index) : absorbed_.end();
+          const std::optional<std::int64_t> column =
+              found != absorbed_.end() ? std::optional<std::int64_t>(found->second) : std::nullopt;
+          const ValueRef outer = map(column ? p_.ops[r.index].inputs[0] : r);
           auto it = std::find(op.inputs.begin(), op.inputs.end(), outer);
           if (it == op.inputs.end()) it = op.inputs.insert(op.inputs.end(), outer);
-          operand = {true, static_cast<std::uint16_t>(it - op.inputs.begin())};
+          const ChainSlot slot{static_cast<std::uint16_t>(it - op.inputs.begin()), column.value_or(-1)};
+          auto at_slot = std::find(chain->slots.begin(), chain->slots.end(), slot);
+          if (at_slot == chain->slots.end()) at_slot = chain->slots.insert(chain->slots.end(), slot);
+          operand = {true, static_cast<std::uint16_t>(at_slot - chain->slots.begin())};
         }
         (o == 0 ? in.a : in.b) = operand;
       }
@@ -179,9 +192,54 @@ class Fuser {
     return op;
   }
 
+  // Where chain g reads `r` in place: the first column, when r is a slice along the last
+  // axis (step 1) that only g reads, cutting whole rows of the chain's shape out of a value
+  // with the same leading sizes, and g has no broadcast input of another period.
+  std::optional<std::int64_t> column_of(const ValueRef& r, const std::vector<std::size_t>& g) const {
+    if (r.kind != Kind::local || r.output != 0 || std::find(g.begin(), g.end(), r.index) != g.end())
+      return std::nullopt;
+    const StepOp& slice = p_.ops[r.index];
+    if (slice.op.name() != "slice" || slice.outputs != 1) return std::nullopt;
+    const ValueRef& source = slice.inputs[0];  // made before the chain, not by it
+    if (source.kind == Kind::local && std::find(g.begin(), g.end(), source.index) != g.end()) return std::nullopt;
+    const Shape& chain = p_.ops[g.front()].shape;
+    const Shape from = shape(slice.inputs[0]);
+    if (chain.empty() || slice.shape != chain || from.size() != chain.size() ||
+        !std::equal(chain.begin(), chain.end() - 1, from.begin()))
+      return std::nullopt;
+    const OpAttributes a = *slice.op.attributes();
+    const auto rank = static_cast<std::int64_t>(chain.size());
+    const std::int64_t axis = a.get<std::int64_t>("slice", "axis"), start = a.get<std::int64_t>("slice", "start");
+    if ((axis != rank - 1 && axis != -1) || a.get<std::int64_t>("slice", "step") != 1 || start < 0 ||
+        start + chain.back() > from.back())
+      return std::nullopt;
+    if (!only_read_by(r.index, g)) return std::nullopt;
+    for (std::size_t k : g)  // blocks of whole rows: a bias must repeat every row
+      for (const ValueRef& in : p_.ops[k].inputs) {
+        const std::int64_t q = in.kind == Kind::local && std::find(g.begin(), g.end(), in.index) != g.end()
+                                   ? numel(chain)
+                                   : period_in(shape(in), chain);
+        if (q != 1 && q != numel(chain) && q != chain.back()) return std::nullopt;
+      }
+    return start;
+  }
+  // Op k's value is read by the ops of g alone.
+  bool only_read_by(std::size_t k, const std::vector<std::size_t>& g) const {
+    for (std::size_t j = 0; j < p_.ops.size(); ++j)
+      if (std::find(g.begin(), g.end(), j) == g.end())
+        for (const ValueRef& in : p_.ops[j].inputs)
+          if (in.kind == Kind::local && in.index == k) return false;
+    auto is_k = [&](const ValueRef& v) { return v.kind == Kind::local && v.index == k; };
+    return std::none_of(p_.outputs.begin(), p_.outputs.end(), is_k) &&
+           std::none_of(p_.updates.begin(), p_.updates.end(), [&](const auto& u) { return is_k(u.second); }) &&
+           std::none_of(p_.implicit_updates.begin(), p_.implicit_updates.end(),
+                        [&](const auto& u) { return is_k(u.second); });
+  }
+
   StepProgram& p_;
   const std::function<Shape(const ValueRef&)>& shape_of_;
   std::vector<std::vector<std::size_t>> groups_;
+  std::unordered_map<std::size_t, std::int64_t> absorbed_;  // slice op -> its first column, read in place
 };
 
 }  // namespace
