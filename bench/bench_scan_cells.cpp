@@ -4,8 +4,9 @@
 // (bench_rnn.cpp). On a machine whose speed drifts, the paired runs give the ratios
 // (bench::paired_ratio, the median of back-to-back pairs): "captured_over_layer" (the
 // captured cell's time over nn::LSTM's or nn::GRU's), "captured_over_recorded", and
-// "fused_over_captured" (with the captured step's elementwise chains fused, and its products
-// of one value merged, both off by default, over without).
+// "fused_over_captured" (the captured step with its elementwise chains fused, the default,
+// over without) and "merged_over_captured" (with a value's products merged, off by default,
+// over without).
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
 #include "rnn_recur.hpp"
@@ -25,6 +26,8 @@ void run(benchmark::State& state, bench::CellForm form, const bench::rnn::Config
   state.counters["pushed_out"] = path.pushed_out_ops;
   state.counters["batched_dw"] = path.batched_weight_grads;
 }
+
+namespace engine = recur::scan_engine::detail;
 
 [[maybe_unused]] const bool registered = [] {
   for (const bench::CellForm form :
@@ -56,16 +59,22 @@ void run(benchmark::State& state, bench::CellForm form, const bench::rnn::Config
         const bench::ScanCellStep recorded(form, config, recur::Capture::off);
         bench::paired_ratio(state, [&] { captured.step(); }, [&] { recorded.step(); });
       })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark((name + "/fused_over_captured").c_str(), [=](benchmark::State& state) {
-        namespace engine = recur::scan_engine::detail;
-        const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
-        auto fused = [&] {
-          engine::set_rewrite_switches({.merge_products = true, .fuse_elementwise = true});
-          captured.step();
+      // The captured step with one rewrite switched to `on`, over the same with it switched off.
+      auto switched = [=](const char* what, engine::RewriteSwitches on, engine::RewriteSwitches off) {
+        benchmark::RegisterBenchmark((name + "/" + what).c_str(), [=](benchmark::State& state) {
+          const bench::ScanCellStep captured(form, config, recur::Capture::automatic);
+          auto with = [&](engine::RewriteSwitches s) {
+            engine::set_rewrite_switches(s);
+            captured.step();
+          };
+          bench::paired_ratio(state, [&] { with(on); }, [&] { with(off); });
           engine::set_rewrite_switches({});
-        };
-        bench::paired_ratio(state, fused, [&] { captured.step(); });
-      })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
+        })->UseRealTime()->Iterations(config.name[0] == 'L' ? 6 : 20)->Unit(benchmark::kMillisecond);
+      };
+      switched("fused_over_captured", {.merge_products = false, .fuse_elementwise = true},
+               {.merge_products = false, .fuse_elementwise = false});
+      switched("merged_over_captured", {.merge_products = true, .fuse_elementwise = true},
+               {.merge_products = false, .fuse_elementwise = true});
     }
   return true;
 }();

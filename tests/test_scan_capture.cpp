@@ -188,8 +188,8 @@ void expect_same(const CellRun& got, const CellRun& want, const std::string& wha
     EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
 }
 
-// Merging products and fusing elementwise chains are off by default (docs/scan.md says
-// why); these tests run with them off and on.
+// Merging products (off by default) and fusing elementwise chains (on): these tests run with
+// both off and both on.
 struct FusingChains {
   explicit FusingChains(bool on) { scan_engine::detail::set_rewrite_switches({on, on}); }
   ~FusingChains() { scan_engine::detail::set_rewrite_switches({}); }
@@ -207,7 +207,8 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
       // batches its weight gradient.
       EXPECT_GE(captured.capture.pushed_out_ops, 1) << c.name;
       EXPECT_GE(captured.capture.batched_weight_grads, 1) << c.name;
-      EXPECT_EQ(captured.capture.fused_chains >= 1, fuse) << c.name;  // the gates' elementwise work
+      // The gates' elementwise work (two_layers' chains are three ops: too short to fuse).
+      EXPECT_EQ(captured.capture.fused_chains >= 1, fuse && c.name != "two_layers") << c.name;
       if (c.name == "lstm_per_gate") {
         EXPECT_EQ(captured.capture.merged_products, fuse ? 2 : 0);
       }
@@ -232,7 +233,7 @@ TEST(ScanCapture, AnEmptyBatchGivesTheRecordedResults) {
 }
 
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {
-  const CellRun off = run_cell(cells()[1], Capture::required);
+  const CellRun off = run_cell(cells()[1], Capture::required);  // the default: not merged
   EXPECT_EQ(off.capture.merged_products, 0);
   const FusingChains merging(true);
   const CellRun r = run_cell(cells()[1], Capture::required);

@@ -323,7 +323,7 @@ class Rewriter {
   std::unordered_set<std::size_t> merged_into_;
 };
 
-std::atomic<bool> merge_switch{false}, fuse_switch{false};
+std::atomic<bool> merge_switch{RewriteSwitches{}.merge_products}, fuse_switch{RewriteSwitches{}.fuse_elementwise};
 
 }  // namespace
 

@@ -3,13 +3,13 @@
 // the loop records it, as Theano's scan_opt and cuDNN's RNN kernels do by hand:
 //   merge     products of one value with several loop-invariant weights (the four gate
 //             products of x_t, or of h) become one product with the weights joined, then
-//             slices of it; off unless switched on: measured, it does not pay yet (docs/scan.md);
+//             slices of it; off unless switched on: measured, it does not pay (docs/scan.md);
 //   hoist     ops whose inputs do not change between steps run once, before the loop;
 //   push out  ops on the sequences alone (elementwise work, a product with a loop-invariant
 //             weight) run once over every step (one product of all T·B rows), and each
 //             step reads its row;
-//   fuse      chains of elementwise ops of one shape become one op (elementwise_chain_detail.hpp);
-//             off unless switched on, likewise;
+//   fuse      chains of elementwise ops of one shape become one op (elementwise_chain_detail.hpp),
+//             reading slices along the last axis in place;
 //   batch     the weight gradient of a product of a changing value and a loop-invariant
 //             weight is taken over many steps' rows at once (weight_grad_rows_detail.hpp).
 // Values equal the step's own; gradients too, up to the order of sums where a product's
@@ -45,11 +45,11 @@ struct RewriteCounts {
   int merged = 0, hoisted = 0, pushed_out = 0, batched_weight_grads = 0, fused_chains = 0;
 };
 
-// The rewrites that are off by default, for the whole process (tests and the bench switch
-// them on).
+// The rewrites that can be switched, for the whole process (tests and the bench switch them;
+// the defaults are what measured best, docs/performance.md).
 struct RewriteSwitches {
   bool merge_products = false;
-  bool fuse_elementwise = false;
+  bool fuse_elementwise = true;
 };
 void set_rewrite_switches(RewriteSwitches switches);
 RewriteSwitches rewrite_switches();
