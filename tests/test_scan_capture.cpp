@@ -57,15 +57,21 @@ CellInputs make_inputs(Tape& tape, const CellCase& c, bool constant_weights = fa
   return in;
 }
 
+// The cell's scan over `in`: xs the sequence, the states fed back, the parameters as
+// non-sequences; `o` gives the other options.
+ScanResult scan_cell(const CellCase& c, const CellInputs& in, Capture capture, ScanOptions o = {}) {
+  o.sequences = {in.xs};
+  o.outputs_info.assign(in.states.begin(), in.states.end());
+  o.non_sequences = in.params;
+  o.capture = capture;
+  return scan(c.step, o);
+}
+
 CellRun run_cell(const CellCase& c, Capture capture, ScanOptions extra = {}) {
   Tape tape;
-  const auto [params, states, xs] = make_inputs(tape, c);
-  ScanOptions o = std::move(extra);
-  o.sequences = {xs};
-  o.outputs_info.assign(states.begin(), states.end());
-  o.non_sequences = params;
-  o.capture = capture;
-  const ScanResult r = scan(c.step, o);
+  const CellInputs in = make_inputs(tape, c);
+  const auto& [params, states, xs] = in;
+  const ScanResult r = scan_cell(c, in, capture, std::move(extra));
   Var loss = tape.constant(scalar(0.0, f64));
   for (const Var& out : r.outputs) loss = loss + sum(out * out * out);
   CellRun run{loss.value(), {}, {}, r.capture};
@@ -301,11 +307,8 @@ TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
     for (int pass = 0; pass < 2; ++pass) {
       Tape tape;
       NoGrad off;
-      const auto [params, states, xs] = make_inputs(tape, c, true, true);
-      const ScanResult r = scan(c.step, {.sequences = {xs},
-                                         .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
-                                         .non_sequences = params,
-                                         .capture = pass == 0 ? Capture::required : Capture::off});
+      const ScanResult r =
+          scan_cell(c, make_inputs(tape, c, true, true), pass == 0 ? Capture::required : Capture::off);
       EXPECT_EQ(r.capture.captured, pass == 0) << c.name << ": " << r.capture.reason;
       for (const Var& v : r.outputs) outs[pass].push_back(v.value());
     }
@@ -322,13 +325,10 @@ TEST(ScanCapture, SecondOrderThroughACapturedStep) {
   Tensor result[2];
   for (int pass = 0; pass < 2; ++pass) {
     Tape tape;
-    const auto [params, states, xs] = make_inputs(tape, c, false, true);
-    const ScanResult r = scan(c.step, {.sequences = {xs},
-                                       .outputs_info = std::vector<OutputInfo>(states.begin(), states.end()),
-                                       .non_sequences = params,
-                                       .capture = pass == 0 ? Capture::required : Capture::off});
-    const Var g = grad(sum(r[0] * r[0]), params[1], {.create_graph = true});
-    result[pass] = tape.grad(std::vector<Var>{sum(g * g)}, std::vector<Var>{params[0]})[0].value();
+    const CellInputs in = make_inputs(tape, c, false, true);
+    const ScanResult r = scan_cell(c, in, pass == 0 ? Capture::required : Capture::off);
+    const Var g = grad(sum(r[0] * r[0]), in.params[1], {.create_graph = true});
+    result[pass] = tape.grad(std::vector<Var>{sum(g * g)}, std::vector<Var>{in.params[0]})[0].value();
   }
   EXPECT_LE(relative_error(result[0], result[1]), 1e-12);
 }

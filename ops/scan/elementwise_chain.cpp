@@ -74,6 +74,11 @@ class ChainBlocks {
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
   std::int64_t width() const { return width_; }
+  // f(begin, n) for each block of elements [begin, begin + n), in order.
+  template <class F>
+  void each_block(F&& f) const {
+    for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
+  }
 
   // Gathers the column slots' elements [begin, begin + n) (whole rows).
   void load(std::int64_t begin, std::int64_t n) {
@@ -154,8 +159,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   }
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
   std::vector<std::uint8_t> written(n_code + n_slots);
-  for (std::int64_t begin = 0; begin < total; begin += block) {
-    const std::int64_t n = std::min(block, total - begin);
+  blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) { return values[k] + begin; };
     blocks.load(begin, n);
     std::fill(written.begin(), written.end(), 0);
@@ -229,7 +233,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
           for (std::int64_t i = 0; i < size; ++i) d[i] += g[row + i];
       }
     }
-  }
+  });
   return grads;
 }
 
@@ -290,20 +294,19 @@ struct ElementwiseChain {
         const std::int64_t n_inner = n_code - static_cast<std::int64_t>(p.outputs.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
         const std::vector<T*> rows = value_rows<T>();
-        for (std::int64_t begin = 0; begin < total; begin += blocks.block())
-          blocks.run(begin, std::min(blocks.block(), total - begin), [&](std::size_t k) { return rows[k] + begin; });
-        more.assign(outs.begin() + 1, outs.end());
+        blocks.each_block([&](std::int64_t begin, std::int64_t n) {
+          blocks.run(begin, n, [&](std::size_t k) { return rows[k] + begin; });
+        });
         return;
       }
       drop_saved();
       T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(blocks.block()));
-      for (std::int64_t begin = 0; begin < total; begin += blocks.block()) {
-        const std::int64_t n = std::min(blocks.block(), total - begin);
-        auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
+      auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
+      blocks.each_block([&](std::int64_t begin, std::int64_t n) {
         blocks.run(begin, n, value);
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
           std::copy_n(value(p.outputs[o]), n, outs[o].template data<T>() + begin);
-      }
+      });
     });
     more.assign(outs.begin() + 1, outs.end());
     return outs[0];

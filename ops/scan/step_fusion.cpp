@@ -100,7 +100,7 @@ class Fuser {
     close();
   }
 
-  // Whether op k's value is read outside its group g.
+  // Whether op k's value is read outside g (by another op, or as the step's result).
   bool escapes(std::size_t k, const std::vector<std::size_t>& g) const {
     auto outside_reads = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
     for (std::size_t j = 0; j < p_.ops.size(); ++j)
@@ -213,7 +213,7 @@ class Fuser {
     if ((axis != rank - 1 && axis != -1) || a.get<std::int64_t>("slice", "step") != 1 || start < 0 ||
         start + chain.back() > from.back())
       return std::nullopt;
-    if (!only_read_by(r.index, g)) return std::nullopt;
+    if (escapes(r.index, g)) return std::nullopt;  // read by more than the chain
     for (std::size_t k : g)  // blocks of whole rows: a bias must repeat every row
       for (const ValueRef& in : p_.ops[k].inputs) {
         const std::int64_t q = in.kind == Kind::local && std::find(g.begin(), g.end(), in.index) != g.end()
@@ -222,18 +222,6 @@ class Fuser {
         if (q != 1 && q != numel(chain) && q != chain.back()) return std::nullopt;
       }
     return start;
-  }
-  // Op k's value is read by the ops of g alone.
-  bool only_read_by(std::size_t k, const std::vector<std::size_t>& g) const {
-    for (std::size_t j = 0; j < p_.ops.size(); ++j)
-      if (std::find(g.begin(), g.end(), j) == g.end())
-        for (const ValueRef& in : p_.ops[j].inputs)
-          if (in.kind == Kind::local && in.index == k) return false;
-    auto is_k = [&](const ValueRef& v) { return v.kind == Kind::local && v.index == k; };
-    return std::none_of(p_.outputs.begin(), p_.outputs.end(), is_k) &&
-           std::none_of(p_.updates.begin(), p_.updates.end(), [&](const auto& u) { return is_k(u.second); }) &&
-           std::none_of(p_.implicit_updates.begin(), p_.implicit_updates.end(),
-                        [&](const auto& u) { return is_k(u.second); });
   }
 
   StepProgram& p_;

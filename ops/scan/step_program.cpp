@@ -188,21 +188,30 @@ std::optional<std::string> difference(const StepProgram& a, const StepProgram& b
   return std::nullopt;
 }
 
-Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
-                      bool takes_gradient) {
-  boost::container::small_vector<std::uint32_t, 4> ids;
+namespace {
+// A copy of `op` run again on tape nodes `ids` and recorded: with a gradient when an input
+// wants one, gradients are on and the op takes one. `more` (if given) gets its other outputs.
+Var record_copy(Tape& tape, const recur::detail::OpBox& op, std::span<const std::uint32_t> ids, bool takes_gradient,
+                std::vector<Tensor>* more = nullptr) {
   boost::container::small_vector<const Tensor*, 4> values;
   bool needs = false;
-  for (const Var& v : inputs) {
-    ids.push_back(v.id());
-    values.push_back(&TapeAccess::node_value(tape, v.id()));
-    needs = needs || TapeAccess::requires_grad(tape, v.id());
+  for (const std::uint32_t id : ids) {
+    values.push_back(&TapeAccess::node_value(tape, id));
+    needs = needs || TapeAccess::requires_grad(tape, id);
   }
   needs = needs && grad_enabled() && takes_gradient;
   recur::detail::OpBox box = op.clone();
   Tensor out = box.replay(InputList<Tensor>(values.data(), values.size()));
-  return TapeAccess::push(tape, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
-                          needs ? std::move(box) : recur::detail::OpBox(), needs);
+  if (more) *more = box.more_outputs();
+  return TapeAccess::push(tape, std::move(out), ids, needs ? std::move(box) : recur::detail::OpBox(), needs);
+}
+}  // namespace
+
+Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
+                      bool takes_gradient) {
+  boost::container::small_vector<std::uint32_t, 4> ids;
+  for (const Var& v : inputs) ids.push_back(v.id());
+  return record_copy(tape, op, std::span<const std::uint32_t>(ids.data(), ids.size()), takes_gradient);
 }
 
 StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), program_(program) {
@@ -238,26 +247,13 @@ StepResult StepReplay::run(std::span<const Var> args, std::int64_t t, RecordingS
   values_.clear();
   rows_.clear();
   shared_reads_.assign(program_.shareds.size(), Var());
-  const bool grads = grad_enabled();
   boost::container::small_vector<std::uint32_t, 4> ids;
-  boost::container::small_vector<const Tensor*, 4> inputs;
-  for (std::size_t k = 0; k < program_.ops.size(); ++k) {
-    const StepOp& op = program_.ops[k];
+  std::vector<Tensor> more;
+  for (const StepOp& op : program_.ops) {
     ids.clear();
-    inputs.clear();
-    bool needs = false;
-    for (const ValueRef& r : op.inputs) {
-      const std::uint32_t id = resolve(r, args, t).id();
-      ids.push_back(id);
-      inputs.push_back(&TapeAccess::node_value(tape_, id));
-      needs = needs || TapeAccess::requires_grad(tape_, id);
-    }
-    needs = needs && grads && op.takes_gradient;
-    recur::detail::OpBox box = op.op.clone();
-    Tensor out = box.replay(InputList<Tensor>(inputs.data(), inputs.size()));
-    std::vector<Tensor> more = op.outputs > 1 ? box.more_outputs() : std::vector<Tensor>{};
-    const Var main = TapeAccess::push(tape_, std::move(out), std::span<const std::uint32_t>(ids.data(), ids.size()),
-                                      needs ? std::move(box) : recur::detail::OpBox(), needs);
+    for (const ValueRef& r : op.inputs) ids.push_back(resolve(r, args, t).id());
+    const Var main = record_copy(tape_, op.op, std::span<const std::uint32_t>(ids.data(), ids.size()),
+                                 op.takes_gradient, op.outputs > 1 ? &more : nullptr);
     values_.push_back(main);
     for (std::size_t m = 0; m + 1 < op.outputs; ++m)
       values_.push_back(TapeAccess::push_output(tape_, std::move(more[m]), main.id(), m + 1));

@@ -70,7 +70,7 @@ class Rewriter {
     for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
     for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
     for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
-    if (rewrite_switches().fuse_elementwise) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return out_shape(r); });
+    if (rewrite_switches().fuse_elementwise) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return shape_in(out_, r); });
     return std::move(out_);
   }
 
@@ -96,28 +96,22 @@ class Rewriter {
     if (r.kind == Kind::literal) return {Kind::outer, literal_nodes_[r.index]};
     return r;
   }
-  // The shape of an (input program) value at one step.
-  Shape step_shape(const ValueRef& r) const {
+  // The shape of a value at one step: `p`'s op for a local value (the input program's or the
+  // output program's), else what the ref names.
+  Shape shape_in(const StepProgram& p, const ValueRef& r) const {
     switch (r.kind) {
       case Kind::arg: return cx_.args[r.index].shape;
-      case Kind::local: return r.output == 0 ? in_.ops[r.index].shape : Shape{};
-      case Kind::outer: return TapeAccess::node_value(tape_, r.index).shape();
+      case Kind::local: return r.output == 0 ? p.ops[r.index].shape : Shape{};
       case Kind::literal: return in_.literals[r.index].shape();
-      default: return in_.shareds[r.index].shape();
-    }
-  }
-  // The shape of an output program's value that is not one of its ops' at one step.
-  Shape out_shape(const ValueRef& r) const {
-    switch (r.kind) {
-      case Kind::arg: return cx_.args[r.index].shape;
       case Kind::shared: return in_.shareds[r.index].shape();
-      case Kind::row: {
+      case Kind::row: {  // the row of one step
         const Shape& s = TapeAccess::node_value(tape_, r.index).shape();
         return Shape(s.begin() + 1, s.end());
       }
       default: return TapeAccess::node_value(tape_, r.index).shape();
     }
   }
+  Shape step_shape(const ValueRef& r) const { return shape_in(in_, r); }
   // A value that does not change, as a Var (mapped ref of kind outer).
   Var invariant_var(const ValueRef& mapped) {
     if (mapped.kind == Kind::arg) return TapeAccess::handle(tape_, in_.arg_nodes[mapped.index]);
@@ -137,22 +131,26 @@ class Rewriter {
 
   // ---- placing each op -----------------------------------------------------------------
   void place(std::size_t k) {
-    const StepOp& op = in_.ops[k];
-    const Dep d = dep_[first_[k]];
+    const ValueRef at = place_op(in_.ops[k], dep_[first_[k]]);
+    for (std::uint8_t o = 0; o < in_.ops[k].outputs; ++o) mapped_[first_[k] + o] = {at.kind, at.index, o};
+  }
+
+  // Where `op` (of the input program, or a merged product made from its ops) goes: before the
+  // loop when nothing it reads changes (outer), over every step at once when only the
+  // sequences change (row), else into the step (local). Its first output's ref.
+  ValueRef place_op(const StepOp& op, Dep d) {
     if (d == Dep::invariant) {
       std::vector<Var> inputs;
       for (const ValueRef& r : op.inputs) inputs.push_back(invariant_var(map(r)));
-      mapped_[first_[k]] = {Kind::outer, record_program_op(tape_, op.op, inputs, op.takes_gradient).id()};
       ++counts_.hoisted;
-      return;
+      return {Kind::outer, record_program_op(tape_, op.op, inputs, op.takes_gradient).id()};
     }
     if (d == Dep::sequence && cx_.push_out)
       if (const Var v = over_every_step(op); v.defined()) {
-        mapped_[first_[k]] = {Kind::row, v.id()};
         ++counts_.pushed_out;
-        return;
+        return {Kind::row, v.id()};
       }
-    keep(k);
+    return keep(op);
   }
 
   // op at every step at once, when it runs so (elementwise ops, products with a weight).
@@ -201,15 +199,13 @@ class Rewriter {
 
   // op stays in the step; a product of a changing value with a weight batches its weight
   // gradient when the loop records gradients.
-  void keep(std::size_t k) {
-    const StepOp& op = in_.ops[k];
+  ValueRef keep(const StepOp& op) {
     StepOp copy{op.op.clone(), {}, op.outputs, op.shape, op.takes_gradient};
     for (const ValueRef& r : op.inputs) copy.inputs.push_back(map(r));
     if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && step_shape(op.inputs[0]).size() == 2)
       batch_weight_grad(copy);
-    for (std::uint8_t o = 0; o < op.outputs; ++o)
-      mapped_[first_[k] + o] = {Kind::local, static_cast<std::uint32_t>(out_.ops.size()), o};
     out_.ops.push_back(std::move(copy));
+    return {Kind::local, static_cast<std::uint32_t>(out_.ops.size() - 1)};
   }
 
   // ---- merging products ----------------------------------------------------------------
@@ -264,7 +260,7 @@ class Rewriter {
                          Shape{first.shape[0], joined.size(tb ? 0 : 1)}};
     const Dep d = dep_[first_[group.front()]];
     // Place the product (hoisted, pushed out or kept), then slice each original's columns.
-    const ValueRef merged_ref = place_merged(product, d);
+    const ValueRef merged_ref = place_op(product, d);
     std::int64_t offset = 0;
     for (std::size_t i = 0; i < group.size(); ++i) {
       const std::size_t k = group[i];
@@ -282,33 +278,6 @@ class Rewriter {
     }
     ++counts_.merged;
   }
-  // A merged product (not of the input program): placed as place() would place it.
-  ValueRef place_merged(const StepOp& product, Dep d) {
-    if (d == Dep::invariant) {
-      ++counts_.hoisted;
-      return {Kind::outer, record_program_op(tape_, product.op,
-                                             {invariant_var(map(product.inputs[0])), invariant_var(product.inputs[1])})
-                               .id()};
-    }
-    if (d == Dep::sequence && cx_.push_out)
-      if (const Var v = over_every_step_merged(product); v.defined()) {
-        ++counts_.pushed_out;
-        return {Kind::row, v.id()};
-      }
-    StepOp copy{product.op.clone(), {map(product.inputs[0]), product.inputs[1]}, 1, product.shape};
-    batch_weight_grad(copy);
-    out_.ops.push_back(std::move(copy));
-    return {Kind::local, static_cast<std::uint32_t>(out_.ops.size() - 1)};
-  }
-  Var over_every_step_merged(const StepOp& product) {
-    const Var x = every_step_var(map(product.inputs[0]));
-    if (!x.defined() || x.rank() != 3) return Var();
-    const Var w = invariant_var(product.inputs[1]);
-    const Shape& s = x.shape();
-    const Var p = record_program_op(tape_, product.op, {reshape(x, {s[0] * s[1], s[2]}), w});
-    return reshape(p, {s[0], s[1], p.size(1)});
-  }
-
   Tape& tape_;
   const StepProgram& in_;
   const RewriteContext& cx_;
