@@ -71,6 +71,29 @@ Var gru_scan(S x) {
   return r[0];
 }
 
+// A hand-written LSTM cell's arguments: x [T, B, I] with T >= 3 (scan captures its step from
+// three steps on), h and c [B, H], W_x [I, 4H], W_h [H, 4H], b [4H].
+std::function<std::vector<Shape>(Rng&)> written_cell_shapes() {
+  return [](Rng& rng) {
+    const std::int64_t t = draw(rng, 3, 4), b = draw(rng, 1, 3), i = draw(rng, 1, 3), h = draw(rng, 1, 3);
+    return std::vector<Shape>{{t, b, i}, {b, h}, {b, h}, {i, 4 * h}, {h, 4 * h}, {4 * h}};
+  };
+}
+
+// That cell in scan, captured (ops/scan/step_program_detail.hpp): the steps replay its
+// program, the input product runs over every step at once, W_h's gradient is taken over
+// the steps' rows (scan_step_matmul, scan_weight_grad_sum), and the gates' elementwise
+// work is one fused chain reading the split's slices in place (scan_elementwise_chain).
+Var captured_lstm_scan(S x) {
+  auto r = scan([](S a) -> StepResult {
+    const std::vector<Var> g = split(matmul(a[0], a[3]) + matmul(a[1], a[4]) + a[5], 1, 4);
+    const Var c = sigmoid(g[1]) * a[2] + sigmoid(g[0]) * tanh(g[2]);
+    return {sigmoid(g[3]) * tanh(c), c};
+  }, {.sequences = {x[0]}, .outputs_info = {x[1], x[2]}, .non_sequences = {x[3], x[4], x[5]},
+      .capture = Capture::required});
+  return concat({r[0], r[1]}, 2);
+}
+
 // Lengths for x [T, B, I]: element b runs (2 b + 1) mod (T + 1) steps, so batches of
 // two or more mix full, short and (T = 1, b = 1) empty sequences.
 SequenceLengths some_lengths(const Var& x) {
@@ -112,6 +135,9 @@ std::vector<GradCase> recurrent_cases() {
           .partial_on_throw(earlier_ops_stay_recorded),
       GradCase{"rnn_step_scan", cell_shapes(1, false, true), rnn_scan}
           .covers({"project", "scan"})
+          .partial_on_throw(earlier_ops_stay_recorded),
+      GradCase{"lstm_cell_written_scan_captured", written_cell_shapes(), captured_lstm_scan}
+          .covers({"scan"})
           .partial_on_throw(earlier_ops_stay_recorded),
       // The fused layer direction; its second order is the scan above recorded again.
       {"fused_recurrence_lstm", cell_shapes(4, true, true),
