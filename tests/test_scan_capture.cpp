@@ -4,6 +4,7 @@
 // same ops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include <recur/recur.hpp>
 
+#include <recur/autodiff/tape_access.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
 #include "values.hpp"
@@ -236,6 +238,51 @@ TEST(ScanCapture, AnEmptyBatchGivesTheRecordedResults) {
   EXPECT_TRUE(captured.capture.captured) << captured.capture.reason;
   EXPECT_EQ(captured.capture.batched_weight_grads, 0);
   expect_same(captured, recorded, "B = 0");
+}
+
+// One row: the chains read a bias's columns as any input's (no row is repeated), every
+// cell equal to its recorded step.
+TEST(ScanCapture, ABatchOfOneRowGivesTheRecordedResults) {
+  const FusingChains fusing(true);
+  for (CellCase c : cells()) {
+    for (Shape& s : c.states) s[0] = 1;
+    c.xs[1] = 1;
+    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+    expect_same(captured, recorded, c.name + " B = 1");
+  }
+}
+
+// The op names `c`'s captured scan recorded: before the loop, its steps, the outputs stacked.
+std::vector<std::string> step_ops(const CellCase& c) {
+  Tape tape;
+  const CellInputs in = make_inputs(tape, c);
+  const std::uint32_t before = tape.size();
+  const ScanResult r = scan_cell(c, in, Capture::required);
+  EXPECT_TRUE(r.capture.captured) << r.capture.reason;
+  std::vector<std::string> names;
+  for (std::uint32_t id = before; id < tape.size(); ++id)
+    if (const auto d = TapeAccess::describe(tape, id)) names.push_back(std::string(d->op));
+  return names;
+}
+
+// The sums before a split (x W + h U + b, then four gates) run inside the gates' chain, on
+// each gate's columns: the captured LSTM and GRU record no add of their own.
+TEST(ScanCapture, SumsBeforeASplitRunInsideTheChain) {
+  const FusingChains fusing(true);
+  for (const CellCase& c : cells()) {
+    if (c.name != "lstm_merged" && c.name != "gru_by_hand" && c.name != "lstm_peephole") continue;
+    const std::vector<std::string> ops = step_ops(c);
+    // The GRU's x W + b_ih runs once over every step, before the loop.
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "add"), c.name == "gru_by_hand" ? 1 : 0) << c.name;
+    // No gate is sliced out at any step (unfused: one slice per gate per step).
+    EXPECT_LT(std::count(ops.begin(), ops.end(), "slice"), kT) << c.name;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "scan_elementwise_chain"), kT) << c.name;
+  }
+  const FusingChains unfused(false);  // unfused: the two sums and c' = f c + i g at every step
+  const std::vector<std::string> ops = step_ops(cells()[0]);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "add"), 3 * kT) << "lstm_merged unfused";
+  EXPECT_GE(std::count(ops.begin(), ops.end(), "slice"), 4 * kT) << "lstm_merged unfused";
 }
 
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {

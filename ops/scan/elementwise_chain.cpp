@@ -58,18 +58,36 @@ class ChainBlocks {
     }
     block_ = block_size(total_, period_);
     // A broadcast input reads the same in every block (blocks start at whole periods); a
-    // slot of columns is gathered for each block (load).
-    own_.resize(p.slots.size());
+    // slot of columns is gathered for each block (load). Their block-sized copies live in a
+    // thread's scratch: a chain runs at every step, and allocating them would cost more.
+    own_.assign(p.slots.size(), nullptr);
+    gathered_.assign(p.slots.size(), 0);
+    std::size_t copies = 0;
+    for (std::size_t j = 0; j < p.slots.size(); ++j)
+      copies += p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_;
+    T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
     for (std::size_t j = 0; j < p.slots.size(); ++j) {
       const ChainSlot& slot = p.slots[j];
       const Tensor& in = inputs[slot.input];
       if (slot.column < 0 && in.numel() == total_) continue;
-      own_[j].resize(static_cast<std::size_t>(block_));
-      if (slot.column >= 0) continue;
+      T* own = own_[j] = next;
+      next += block_;
       const T* x = in.data<T>();
-      const std::int64_t n = in.numel();
-      for (std::int64_t i = 0; i < block_; ++i) own_[j][i] = x[i % n];
+      if (slot.column >= 0 && !one_row(in, p.shape)) {
+        gathered_[j] = 1;
+        continue;
+      }
+      // Columns of a single row (a bias of every gate) are the same in every row; a broadcast
+      // input repeats its n elements (the block is whole periods).
+      const std::int64_t n = slot.column >= 0 ? width_ : in.numel();
+      if (slot.column >= 0) x += slot.column;
+      for (std::int64_t i = 0; i < block_; i += n) std::copy_n(x, std::min(n, block_ - i), own + i);
     }
+  }
+  // A slot of columns of an input with one row, read again in every row of a chain of more
+  // (of a chain of one row, it is read as any other).
+  static bool one_row(const Tensor& in, const Shape& chain) {
+    return in.numel() == in.shape().back() && !chain.empty() && numel(chain) != chain.back();
   }
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
@@ -83,13 +101,13 @@ class ChainBlocks {
   // Gathers the column slots' elements [begin, begin + n) (whole rows).
   void load(std::int64_t begin, std::int64_t n) {
     for (std::size_t j = 0; j < p_.slots.size(); ++j) {
+      if (!gathered_[j]) continue;
       const ChainSlot& slot = p_.slots[j];
-      if (slot.column < 0) continue;
       const Tensor& in = inputs_[slot.input];
       const std::int64_t stride = in.shape().back();
       const T* x = in.data<T>() + (begin / width_) * stride + slot.column;
       for (std::int64_t row = 0; row < n / width_; ++row)
-        std::copy_n(x + row * stride, width_, own_[j].data() + row * width_);
+        std::copy_n(x + row * stride, width_, own_[j] + row * width_);
     }
   }
 
@@ -97,8 +115,8 @@ class ChainBlocks {
   template <class Values>
   const T* operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
     if (!o.is_input) return values(o.index);
-    if (own_[o.index].empty()) return inputs_[p_.slots[o.index].input].data<T>() + begin;
-    return own_[o.index].data();
+    if (!own_[o.index]) return inputs_[p_.slots[o.index].input].data<T>() + begin;
+    return own_[o.index];
   }
 
   // Every instruction's value over elements [begin, begin + n), into values(k).
@@ -128,7 +146,8 @@ class ChainBlocks {
   const ChainProgram& p_;
   std::span<const Tensor> inputs_;
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
-  std::vector<std::vector<T>> own_;  // per slot: its repeats, or its gathered columns; empty: read in place
+  std::vector<T*> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
+  std::vector<std::uint8_t> gathered_;  // per slot: its columns are gathered for each block
 };
 
 // r = c (first contribution) or r += c, over n elements.
@@ -141,6 +160,30 @@ void put(T* __restrict r, bool add, std::int64_t n, C&& c) {
   }
 }
 
+// Per input: whether its slots are columns of its rows that tile them (each column read by
+// exactly one slot, a gate each): its gradient is then written once per element, with no
+// zeroing first and no sum.
+template <class T>
+std::vector<std::uint8_t> tiled_inputs(const ChainProgram& p, std::span<const Tensor> inputs) {
+  const std::int64_t width = p.shape.empty() ? 1 : p.shape.back();
+  std::vector<std::uint8_t> tiled(inputs.size());
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    std::vector<std::int64_t> columns;
+    bool columns_only = true;
+    for (const ChainSlot& slot : p.slots)
+      if (slot.input == in) {
+        columns_only = columns_only && slot.column >= 0 && !ChainBlocks<T>::one_row(inputs[in], p.shape);
+        columns.push_back(slot.column);
+      }
+    if (!columns_only || columns.empty() || width == 0) continue;
+    std::sort(columns.begin(), columns.end());
+    bool tiles = static_cast<std::int64_t>(columns.size()) * width == inputs[in].shape().back();
+    for (std::size_t c = 0; c < columns.size() && tiles; ++c) tiles = columns[c] == static_cast<std::int64_t>(c) * width;
+    tiled[in] = tiles;
+  }
+  return tiled;
+}
+
 // The chain's backward on values: its rules per element, block by block, reading the
 // values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
 // input live in scratch; an input's gradient is written once per block.
@@ -151,16 +194,18 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
+  const std::vector<std::uint8_t> tiled = tiled_inputs<T>(p, inputs);
   for (std::size_t j = 0; j < n_slots; ++j) {
     const std::uint16_t in = p.slots[j].input;
     if (!needs[in] || grads[in].defined()) continue;
     const bool whole = p.slots[j].column < 0 && inputs[in].numel() == total;
-    grads[in] = whole ? Tensor::empty(inputs[in].shape(), inputs[in].dtype()) : zeros(inputs[in].shape(), inputs[in].dtype());
+    grads[in] = whole || tiled[in] ? Tensor::empty(inputs[in].shape(), inputs[in].dtype())
+                                   : zeros(inputs[in].shape(), inputs[in].dtype());
   }
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
   std::vector<std::uint8_t> written(n_code + n_slots);
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-    auto value = [&](std::size_t k) { return values[k] + begin; };
+    auto value = [&](std::size_t k) { return values[k] ? values[k] + begin : nullptr; };
     blocks.load(begin, n);
     std::fill(written.begin(), written.end(), 0);
     // Register r: value r's gradient (r < n_code), or slot r - n_code's.
@@ -213,17 +258,22 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
     }
     for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
       const ChainSlot& slot = p.slots[j];
-      if (!needs[slot.input] || !written[n_code + j]) {
-        if (needs[slot.input] && slot.column < 0 && inputs[slot.input].numel() == total)
-          std::fill_n(grads[slot.input].data<T>() + begin, n, T(0));
+      if (!needs[slot.input]) continue;
+      T* d = grads[slot.input].data<T>();
+      const Tensor& in = inputs[slot.input];
+      const std::int64_t size = in.numel();
+      const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, p.shape) ? 0 : in.shape().back();
+      T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
+      if (!written[n_code + j]) {  // no gradient reached the slot: zeros where nothing else writes
+        if (slot.column < 0 && size == total) std::fill_n(d + begin, n, T(0));
+        if (tiled[slot.input])
+          for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
         continue;
       }
       const T* g = reg(n_code + j);
-      T* d = grads[slot.input].data<T>();
-      const std::int64_t size = inputs[slot.input].numel();
-      if (slot.column >= 0) {  // its columns of each row
-        const std::int64_t stride = inputs[slot.input].shape().back();
-        T* row0 = d + (begin / width) * stride + slot.column;
+      if (tiled[slot.input]) {  // its columns of each row, written once
+        for (std::int64_t row = 0; row < n / width; ++row) std::copy_n(g + row * width, width, row0 + row * stride);
+      } else if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
           for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
       } else if (size == total) {
@@ -237,26 +287,47 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   return grads;
 }
 
+// Which instructions' values the backward reads: the result of tanh, sigmoid, exp and div
+// (their derivatives are written with it) and the operands of mul, div and relu. The others
+// (sums, differences, negations) are not kept: a chain saves what a hand-fused cell saves.
+std::vector<std::uint8_t> read_by_backward(const ChainProgram& p) {
+  std::vector<std::uint8_t> read(p.code.size());
+  auto mark = [&](const ChainOperand& o) {
+    if (!o.is_input) read[o.index] = 1;
+  };
+  for (std::size_t k = 0; k < p.code.size(); ++k) {
+    const ChainInstruction& in = p.code[k];
+    switch (in.code) {
+      case ChainCode::tanh: case ChainCode::sigmoid: case ChainCode::exp: read[k] = 1; break;
+      case ChainCode::div: read[k] = 1; mark(in.b); break;
+      case ChainCode::mul: mark(in.a); mark(in.b); break;
+      case ChainCode::relu: mark(in.a); break;
+      default: break;
+    }
+  }
+  return read;
+}
+
 struct ElementwiseChain {
   static constexpr std::string_view name = "scan_elementwise_chain";
   std::shared_ptr<const ChainProgram> program;
   // From the last forward with gradients on, what backward reads: the values that stay
-  // inside the chain ([instructions, elements], a row each) and the outputs. And the
-  // outputs after the first, for more_outputs().
+  // inside the chain and that backward reads ([instructions, elements], a row each) and the
+  // outputs. And the outputs after the first, for more_outputs().
   mutable Tensor inner;
   mutable std::vector<Tensor> outputs, more;
 
   ElementwiseChain fresh_copy() const { return {program, {}, {}, {}}; }
 
-  // Where instruction k's values are: its output's buffer, or its row of `inner`.
+  // Where instruction k's values are: its output's buffer, its row of `inner`, or nowhere
+  // (nullptr: backward does not read them).
   template <class T>
   std::vector<T*> value_rows() const {
     const ChainProgram& p = *program;
     std::vector<T*> rows(p.code.size(), nullptr);
     for (std::size_t o = 0; o < p.outputs.size(); ++o) rows[p.outputs[o]] = outputs[o].template data<T>();
     std::int64_t row = 0;
-    for (std::size_t k = 0; k < rows.size(); ++k)
-      if (!rows[k]) rows[k] = inner.template data<T>() + row++ * numel(p.shape);
+    for (std::size_t k : p.kept) rows[k] = inner.template data<T>() + row++ * numel(p.shape);
     return rows;
   }
 
@@ -278,30 +349,29 @@ struct ElementwiseChain {
     outputs.clear();
   }
 
-  // With gradients on, every value is written where backward will read it (the outputs in
-  // their own buffers, so that a kept output does not hold the others); without, a block's
-  // values stay in scratch and only the outputs are written.
+  // With gradients on, every value backward reads is written where it will read it (the
+  // outputs in their own buffers, so that a kept output does not hold the others); the
+  // others, and every value without gradients, stay in a block's scratch.
   Tensor forward(std::span<const Tensor> inputs) const {
     const ChainProgram& p = *program;
     const std::int64_t total = numel(p.shape);
-    const auto n_code = static_cast<std::int64_t>(p.code.size());
     std::vector<Tensor> outs;
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
       ChainBlocks<T> blocks(p, inputs);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
+      T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(blocks.block()));
+      auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
       if (grad_enabled()) {
         outputs = outs;
-        const std::int64_t n_inner = n_code - static_cast<std::int64_t>(p.outputs.size());
+        const auto n_inner = static_cast<std::int64_t>(p.kept.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
         const std::vector<T*> rows = value_rows<T>();
         blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-          blocks.run(begin, n, [&](std::size_t k) { return rows[k] + begin; });
+          blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(k); });
         });
         return;
       }
       drop_saved();
-      T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(blocks.block()));
-      auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
       blocks.each_block([&](std::int64_t begin, std::int64_t n) {
         blocks.run(begin, n, value);
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
@@ -402,7 +472,12 @@ struct ElementwiseChain {
 
 }  // namespace
 
-recur::detail::OpBox elementwise_chain_op(std::shared_ptr<const ChainProgram> program) {
+recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program) {
+  const std::vector<std::uint8_t> read = read_by_backward(*program);
+  program->kept.clear();
+  for (std::size_t k = 0; k < read.size(); ++k)
+    if (read[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
+      program->kept.push_back(static_cast<std::uint16_t>(k));
   return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain{std::move(program), {}, {}, {}});
 }
 

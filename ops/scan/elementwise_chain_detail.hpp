@@ -51,10 +51,13 @@ struct ChainProgram {
   Shape shape;                         // of every value in the chain
   // The ops the instructions stand for, one per instruction (create_graph records them).
   std::vector<recur::detail::OpBox> ops;
+  // The values the backward reads that are not outputs, kept by a forward with gradients
+  // (elementwise_chain_op fills it).
+  std::vector<std::uint16_t> kept;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
 // outputs the values `outputs` names (the first its main output).
-recur::detail::OpBox elementwise_chain_op(std::shared_ptr<const ChainProgram> program);
+recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program);
 
 }  // namespace recur::scan_engine::detail

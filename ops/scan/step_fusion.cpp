@@ -1,9 +1,11 @@
 // Elementwise chains of a captured step fused into one op each (step_rewrite_detail.hpp,
 // elementwise_chain_detail.hpp).
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <recur/ops/scan/elementwise_chain_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
@@ -32,6 +34,7 @@ class Fuser {
   Fuser(StepProgram& p, const std::function<Shape(const ValueRef&)>& shape_of) : p_(p), shape_of_(shape_of) {}
 
   int operator()() {
+    for (const StepOp& op : p_.ops) op_shapes_.push_back(op.shape);  // rebuild moves the ops
     find_groups();
     rebuild();
     return static_cast<int>(groups_.size());
@@ -40,7 +43,7 @@ class Fuser {
  private:
   Shape shape(const ValueRef& r) const {
     if (r.kind != Kind::local) return shape_of_(r);
-    return r.output == 0 ? p_.ops[r.index].shape : Shape{-1};
+    return r.output == 0 ? op_shapes_[r.index] : Shape{-1};
   }
   // Op k's inputs fit a chain of its shape; its broadcast period (1 when none), or 0.
   std::int64_t fits(std::size_t k) const {
@@ -107,10 +110,15 @@ class Fuser {
       if (std::find(g.begin(), g.end(), j) == g.end() &&
           std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), outside_reads))
         return true;
-    return std::any_of(p_.outputs.begin(), p_.outputs.end(), outside_reads) ||
-           std::any_of(p_.updates.begin(), p_.updates.end(), [&](const auto& u) { return outside_reads(u.second); }) ||
-           std::any_of(p_.implicit_updates.begin(), p_.implicit_updates.end(),
-                       [&](const auto& u) { return outside_reads(u.second); });
+    return is_result(k);
+  }
+  // Whether op k's value leaves the step (an output or an update).
+  bool is_result(std::size_t k) const {
+    auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
+    auto update_reads_k = [&](const auto& u) { return reads_k(u.second); };
+    return std::any_of(p_.outputs.begin(), p_.outputs.end(), reads_k) ||
+           std::any_of(p_.updates.begin(), p_.updates.end(), update_reads_k) ||
+           std::any_of(p_.implicit_updates.begin(), p_.implicit_updates.end(), update_reads_k);
   }
 
   void rebuild() {
@@ -118,20 +126,27 @@ class Fuser {
     std::erase_if(groups_, [&](const std::vector<std::size_t>& g) {
       return std::none_of(g.begin(), g.end(), [&](std::size_t k) { return escapes(k, g); });
     });
-    std::vector<int> group_of(p_.ops.size(), -1);
+    group_of_.assign(p_.ops.size(), -1);
     for (std::size_t g = 0; g < groups_.size(); ++g)
-      for (std::size_t k : groups_[g]) {
-        group_of[k] = static_cast<int>(g);
-        for (const ValueRef& r : p_.ops[k].inputs)  // decided before any op moves
-          if (const auto column = column_of(r, groups_[g])) absorbed_[r.index] = *column;
-      }
+      for (std::size_t k : groups_[g]) group_of_[k] = static_cast<int>(g);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {  // decided before any op moves
+      std::vector<std::size_t> slices;
+      for (std::size_t k : groups_[g])
+        for (const ValueRef& r : p_.ops[k].inputs)
+          if (const auto column = column_of(r, groups_[g])) {
+            absorbed_[r.index] = *column;
+            slices.push_back(r.index);
+          }
+      lift_into(slices);
+    }
+    const std::vector<int>& group_of = group_of_;
     std::vector<std::vector<ValueRef>> mapped(p_.ops.size());  // per old op: its outputs' new refs
     auto map = [&](const ValueRef& r) { return r.kind == Kind::local ? mapped[r.index][r.output] : r; };
     std::vector<StepOp> ops;
     for (std::size_t k = 0; k < p_.ops.size(); ++k) {
       const int g = group_of[k];
       if (g >= 0 && k != groups_[g].back()) continue;  // made with its chain's last op
-      if (g < 0 && absorbed_.contains(k)) continue;  // read in place by its chain
+      if (g < 0 && (absorbed_.contains(k) || lifted_.contains(k))) continue;  // read, or run, by its chain
       if (g < 0) {
         StepOp op = std::move(p_.ops[k]);
         for (ValueRef& r : op.inputs) r = map(r);
@@ -152,44 +167,114 @@ class Fuser {
   StepOp fused(const std::vector<std::size_t>& g, std::vector<std::vector<ValueRef>>& mapped, Map& map,
                std::uint32_t at) {
     auto chain = std::make_shared<ChainProgram>();
-    chain->shape = p_.ops[g.back()].shape;
+    chain->shape = op_shapes_[g.back()];
     StepOp op{{}, {}, 0, chain->shape};
-    std::vector<bool> leaves(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) leaves[i] = escapes(g[i], g);
+    // The chain's slot of `outer` (a value made outside it), read whole or at `column`.
+    auto slot_of = [&](const ValueRef& outer, std::int64_t column) {
+      auto it = std::find(op.inputs.begin(), op.inputs.end(), outer);
+      if (it == op.inputs.end()) it = op.inputs.insert(op.inputs.end(), outer);
+      const ChainSlot slot{static_cast<std::uint16_t>(it - op.inputs.begin()), column};
+      auto at_slot = std::find(chain->slots.begin(), chain->slots.end(), slot);
+      if (at_slot == chain->slots.end()) at_slot = chain->slots.insert(chain->slots.end(), slot);
+      return ChainOperand{true, static_cast<std::uint16_t>(at_slot - chain->slots.begin())};
+    };
+    auto instruction = [&](const StepOp& member, auto&& operand_of) {
+      ChainInstruction in{*chain_code(member.op.name()), {}, {}};
+      for (std::size_t o = 0; o < member.inputs.size(); ++o) (o == 0 ? in.a : in.b) = operand_of(member.inputs[o]);
+      chain->code.push_back(in);
+      return static_cast<std::uint16_t>(chain->code.size() - 1);
+    };
+    // Columns [column, column + width) of `r`: a lifted op run on its inputs' columns (once
+    // per column), or a slot of r's columns (r whole when it is a scalar).
+    std::map<std::pair<std::size_t, std::int64_t>, std::uint16_t> lifted_at;
+    auto columns = [&](auto&& self, const ValueRef& r, std::int64_t column) -> ChainOperand {
+      if (r.kind != Kind::local || !lifted_.contains(r.index))
+        return slot_of(map(r), numel(shape(r)) == 1 ? -1 : column);
+      const auto key = std::make_pair(std::size_t{r.index}, column);
+      if (const auto it = lifted_at.find(key); it != lifted_at.end()) return {false, it->second};
+      const StepOp& lifted = p_.ops[r.index];
+      const std::uint16_t k = instruction(lifted, [&](const ValueRef& in) { return self(self, in, column); });
+      chain->ops.push_back(lifted.op.clone());
+      lifted_at.emplace(key, k);
+      return {false, k};
+    };
+    std::vector<std::uint16_t> at_instruction(g.size());  // member i's instruction
     for (std::size_t i = 0; i < g.size(); ++i) {
       StepOp& member = p_.ops[g[i]];
-      ChainInstruction in{*chain_code(member.op.name()), {}, {}};
-      for (std::size_t o = 0; o < member.inputs.size(); ++o) {
-        const ValueRef& r = member.inputs[o];
-        ChainOperand operand;
+      const std::uint16_t k = instruction(member, [&](const ValueRef& r) -> ChainOperand {
         const auto inside = std::find(g.begin(), g.end(), r.kind == Kind::local ? r.index : SIZE_MAX);
-        if (inside != g.end()) {
-          operand = {false, static_cast<std::uint16_t>(inside - g.begin())};
-        } else {
-          const auto found = r.kind == Kind::local ? absorbed_.find(r.index) : absorbed_.end();
-          const std::optional<std::int64_t> column =
-              found != absorbed_.end() ? std::optional<std::int64_t>(found->second) : std::nullopt;
-          const ValueRef outer = map(column ? p_.ops[r.index].inputs[0] : r);
-          auto it = std::find(op.inputs.begin(), op.inputs.end(), outer);
-          if (it == op.inputs.end()) it = op.inputs.insert(op.inputs.end(), outer);
-          const ChainSlot slot{static_cast<std::uint16_t>(it - op.inputs.begin()), column.value_or(-1)};
-          auto at_slot = std::find(chain->slots.begin(), chain->slots.end(), slot);
-          if (at_slot == chain->slots.end()) at_slot = chain->slots.insert(chain->slots.end(), slot);
-          operand = {true, static_cast<std::uint16_t>(at_slot - chain->slots.begin())};
-        }
-        (o == 0 ? in.a : in.b) = operand;
-      }
-      chain->code.push_back(in);
+        if (inside != g.end()) return {false, at_instruction[inside - g.begin()]};
+        const auto found = r.kind == Kind::local ? absorbed_.find(r.index) : absorbed_.end();
+        if (found == absorbed_.end()) return slot_of(map(r), -1);
+        return columns(columns, p_.ops[r.index].inputs[0], found->second);
+      });
+      at_instruction[i] = k;
       chain->ops.push_back(std::move(member.op));
       mapped[g[i]].assign(1, ValueRef{});
-      if (leaves[i]) {
+      if (escapes(g[i], g)) {
         mapped[g[i]][0] = {Kind::local, at, op.outputs};
-        chain->outputs.push_back(static_cast<std::uint16_t>(i));
+        chain->outputs.push_back(k);
         ++op.outputs;
       }
     }
     op.op = elementwise_chain_op(std::move(chain));
     return op;
+  }
+
+  // Elementwise ops before a split whose values only the chain's slices read run inside the
+  // chain, once per slice on their inputs' columns (split(a + b) = split(a) + split(b), the
+  // same arithmetic per element): a merged product's bias sums no longer make whole tensors.
+  // An op is lifted when it has the slices' source shape, its inputs are of that shape, one
+  // row of it or scalars, and everything that reads it is lifted or one of `slices`.
+  void lift_into(const std::vector<std::size_t>& slices) {
+    std::unordered_set<std::size_t> candidates;
+    std::vector<ValueRef> todo;
+    for (std::size_t s : slices) todo.push_back(p_.ops[s].inputs[0]);
+    while (!todo.empty()) {
+      const ValueRef r = todo.back();
+      todo.pop_back();
+      if (r.kind != Kind::local || candidates.contains(r.index) || !liftable(r.index)) continue;
+      candidates.insert(r.index);
+      for (const ValueRef& in : p_.ops[r.index].inputs) todo.push_back(in);
+    }
+    // Drop any candidate read by something else, until none is.
+    const std::unordered_set<std::size_t> readers_ok(slices.begin(), slices.end());
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = candidates.begin(); it != candidates.end();) {
+        if (read_only_by(*it, candidates, readers_ok)) {
+          ++it;
+          continue;
+        }
+        it = candidates.erase(it);
+        changed = true;
+      }
+    }
+    lifted_.insert(candidates.begin(), candidates.end());
+  }
+
+  bool liftable(std::size_t k) const {
+    const StepOp& op = p_.ops[k];
+    const auto code = chain_code(op.op.name());
+    if (!code || op.outputs != 1 || !op.op.elementwise() || !op.takes_gradient || group_of_[k] >= 0 ||
+        lifted_.contains(k) || op.shape.empty())
+      return false;
+    if (op.inputs.size() != (*code >= ChainCode::neg ? 1u : 2u)) return false;
+    return std::all_of(op.inputs.begin(), op.inputs.end(), [&](const ValueRef& r) {
+      const Shape s = shape(r);
+      return s == op.shape || numel(s) == 1 || (!s.empty() && s.back() == op.shape.back() && numel(s) == s.back());
+    });
+  }
+
+  // Whether every reader of op k's value is in `lifted` or `slices` (and it is no result).
+  bool read_only_by(std::size_t k, const std::unordered_set<std::size_t>& lifted,
+                    const std::unordered_set<std::size_t>& slices) const {
+    auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
+    for (std::size_t j = 0; j < p_.ops.size(); ++j)
+      if (!lifted.contains(j) && !slices.contains(j) &&
+          std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), reads_k))
+        return false;
+    return !is_result(k);
   }
 
   // Where chain g reads `r` in place: the first column, when r is a slice along the last
@@ -228,6 +313,9 @@ class Fuser {
   const std::function<Shape(const ValueRef&)>& shape_of_;
   std::vector<std::vector<std::size_t>> groups_;
   std::unordered_map<std::size_t, std::int64_t> absorbed_;  // slice op -> its first column, read in place
+  std::unordered_set<std::size_t> lifted_;                   // ops run inside a chain, per slice (lift_into)
+  std::vector<int> group_of_;                                // op -> its chain, or -1
+  std::vector<Shape> op_shapes_;                             // op -> its first output's shape
 };
 
 }  // namespace
