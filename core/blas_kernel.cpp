@@ -1,4 +1,5 @@
-// Moves OpenBLAS to its AVX-512 kernels when choose_kernel() says so, once, as recur loads.
+// Moves OpenBLAS to better kernels (AVX-512, or AVX2 where it chose older ones) when
+// choose_kernel() says so, once, as recur loads.
 //
 // How: a DYNAMIC_ARCH OpenBLAS holds a table of kernels per CPU family and points its
 // global `gotoblas` at one of them in its load-time constructor (gotoblas_dynamic_init,
@@ -19,9 +20,11 @@
 //    main and before recur's first product. (A program that loads recur with dlopen while
 //    other threads run BLAS should set RECUR_BLAS_CORETYPE=keep.)
 // The result is checked with openblas_get_corename(); when the installed OpenBLAS has no
-// AVX-512 table (it then maps the name to an older one), OpenBLAS's own choice is restored.
+// such table (it then maps the name to an older one), OpenBLAS's own choice is restored.
 #include <recur/core/blas_kernel.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
@@ -99,16 +102,26 @@ std::optional<std::string> reselect_openblas_core(const std::string& core) {
   return std::string(openblas_get_corename());
 }
 
+namespace {
+// Whether OpenBLAS, asked for `asked`, now runs it (any AVX-512 set when one was asked: a
+// build may map Cooperlake to SkylakeX).
+bool runs_what_was_asked(const std::string& asked, const std::string& now) {
+  if (is_avx512_core(asked)) return is_avx512_core(now);
+  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
+  return std::ranges::equal(now, asked, [&](char a, char b) { return lower(a) == lower(b); });
+}
+}  // namespace
+
 BlasInfo apply_choice(const KernelChoice& choice, const std::string& openblas_core, const Reselect& reselect) {
   BlasInfo info{.openblas_core = openblas_core, .reason = choice.reason};
   if (choice.core.empty()) return info;
   const std::optional<std::string> now = reselect(choice.core);
   if (!now) {
     info.reason += "; this OpenBLAS cannot select its kernels again, kept " + openblas_core;
-  } else if (!is_avx512_core(*now)) {
+  } else if (!runs_what_was_asked(choice.core, *now)) {
     reselect(openblas_core);
-    info.reason += "; this OpenBLAS has no AVX-512 kernels (asked " + choice.core + ", got " + *now + "), kept " +
-                   openblas_core;
+    info.reason += "; this OpenBLAS has no " + std::string(is_avx512_core(choice.core) ? "AVX-512" : choice.core) +
+                   " kernels (asked " + choice.core + ", got " + *now + "), kept " + openblas_core;
   } else {
     info.switched = true;
   }

@@ -10,16 +10,20 @@
 
 namespace recur::blas::detail {
 
-// The CPU features OpenBLAS's SkylakeX kernels need, and the OS's support for them.
+// The CPU features OpenBLAS's SkylakeX and Haswell kernels need, and the OS's support for them.
 struct CpuFeatures {
   bool avx512f = false, avx512cd = false, avx512bw = false, avx512dq = false, avx512vl = false;
   bool avx512_bf16 = false;   // Cooperlake's kernels add bfloat16 products
   bool os_saves_zmm = false;  // XCR0 enables the opmask and all 512-bit register state
+  bool avx2 = false, fma = false;
+  bool os_saves_ymm = false;  // XCR0 enables the 256-bit register state
 
   // Everything SkylakeX kernels execute, usable under this OS.
   bool runs_avx512_kernels() const {
     return avx512f && avx512cd && avx512bw && avx512dq && avx512vl && os_saves_zmm;
   }
+  // Everything Haswell kernels execute, usable under this OS.
+  bool runs_avx2_kernels() const { return avx2 && fma && os_saves_ymm; }
 };
 
 // This CPU's features (CPUID and XGETBV); all false on a CPU that is not x86.
@@ -44,6 +48,9 @@ KernelChoice choose_kernel(const KernelInputs& in);
 // True for the names OpenBLAS gives its AVX-512 kernel sets (SkylakeX, Cooperlake,
 // SapphireRapids), in any case.
 bool is_avx512_core(const std::string& openblas_core);
+// True for the names of OpenBLAS's Intel kernel sets older than Haswell's (Prescott,
+// Nehalem, Sandybridge, ...: no AVX2, no FMA), in any case.
+bool is_pre_avx2_core(const std::string& openblas_core);
 
 // Makes OpenBLAS select its kernels again as if OPENBLAS_CORETYPE were `core`, and returns
 // the core it now runs (openblas_get_corename()), or nullopt when this OpenBLAS cannot
@@ -53,7 +60,8 @@ std::optional<std::string> reselect_openblas_core(const std::string& core);
 
 // Carries out `choice` for a process whose OpenBLAS picked `openblas_core` by itself:
 // switches through `reselect` (reselect_openblas_core outside tests), keeps the result only
-// if it is an AVX-512 core and else restores `openblas_core`. Fills all but core and config.
+// if OpenBLAS now runs the kernels asked for (any AVX-512 set, when one was asked) and else
+// restores `openblas_core`. Fills all but core and config.
 using Reselect = std::function<std::optional<std::string>(const std::string& core)>;
 BlasInfo apply_choice(const KernelChoice& choice, const std::string& openblas_core, const Reselect& reselect);
 

@@ -30,9 +30,13 @@ CpuFeatures detect_cpu_features() {
   // XMM (bit 1), YMM (2), opmask (5), upper halves of ZMM0-15 (6), ZMM16-31 (7).
   constexpr unsigned long long zmm_state = 0xE6;
   f.os_saves_zmm = osxsave && (xcr0() & zmm_state) == zmm_state;
+  constexpr unsigned long long ymm_state = 0x6;  // XMM and YMM
+  f.os_saves_ymm = osxsave && (xcr0() & ymm_state) == ymm_state;
+  f.fma = bit(ecx, 12);
 
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const unsigned max_subleaf = eax;
+  f.avx2 = bit(ebx, 5);
   f.avx512f = bit(ebx, 16);
   f.avx512dq = bit(ebx, 17);
   f.avx512cd = bit(ebx, 28);

@@ -38,6 +38,40 @@ TEST(BlasKernelChoice, Avx512CpuOnAnAvx2CoreSwitchesToSkylakeX) {
   for (const char* core : {"Haswell", "Zen", "Sandybridge"}) EXPECT_EQ(choose_kernel(inputs(avx512_cpu(), core)).core, "SkylakeX") << core;
 }
 
+CpuFeatures avx2_cpu() { return {.avx2 = true, .fma = true, .os_saves_ymm = true}; }
+
+// Debian 12's OpenBLAS sends an Intel model newer than its table (Raptor Lake, Emerald
+// Rapids) to Prescott's SSE3 kernels: a CPU with AVX2 and FMA moves to Haswell's, one with
+// AVX-512 to SkylakeX's.
+TEST(BlasKernelChoice, ACpuSentToPreAvx2KernelsMovesUp) {
+  for (const char* core : {"Prescott", "Nehalem", "Sandybridge", "CORE2"}) {
+    const auto choice = choose_kernel(inputs(avx2_cpu(), core));
+    EXPECT_EQ(choice.core, "Haswell") << core;
+    EXPECT_NE(choice.reason.find(core), std::string::npos) << choice.reason;
+    CpuFeatures both = avx512_cpu();
+    both.avx2 = both.fma = both.os_saves_ymm = true;
+    EXPECT_EQ(choose_kernel(inputs(both, core)).core, "SkylakeX") << core;
+  }
+}
+
+// Without AVX2 the Haswell kernels cannot run; with AVX2 kernels already (Haswell, Zen) there
+// is nothing better without AVX-512.
+TEST(BlasKernelChoice, AnAvx2CpuOnAvx2KernelsOrWithoutFmaIsKept) {
+  for (const char* core : {"Haswell", "Zen", "Excavator"}) {
+    const auto choice = choose_kernel(inputs(avx2_cpu(), core));
+    EXPECT_EQ(choice.core, "") << core;
+    EXPECT_NE(choice.reason.find("AVX-512"), std::string::npos) << choice.reason;
+  }
+  for (bool CpuFeatures::*feature : {&CpuFeatures::avx2, &CpuFeatures::fma, &CpuFeatures::os_saves_ymm}) {
+    CpuFeatures cpu = avx2_cpu();
+    cpu.*feature = false;
+    EXPECT_EQ(choose_kernel(inputs(cpu, "Prescott")).core, "");
+  }
+  KernelInputs static_build = inputs(avx2_cpu(), "Prescott");
+  static_build.openblas_config = "OpenBLAS 0.3.21 NO_LAPACKE Prescott MAX_THREADS=64";
+  EXPECT_EQ(choose_kernel(static_build).core, "");
+}
+
 TEST(BlasKernelChoice, Bfloat16CpuSwitchesToCooperlake) {
   CpuFeatures cpu = avx512_cpu();
   cpu.avx512_bf16 = true;
@@ -105,6 +139,11 @@ TEST(BlasKernelChoice, Avx512CoreNames) {
   EXPECT_FALSE(blas::detail::is_avx512_core("Zen"));
   EXPECT_FALSE(blas::detail::is_avx512_core("SkylakeX2"));
   EXPECT_FALSE(blas::detail::is_avx512_core(""));
+  EXPECT_TRUE(blas::detail::is_pre_avx2_core("Prescott"));
+  EXPECT_TRUE(blas::detail::is_pre_avx2_core("sandybridge"));
+  EXPECT_FALSE(blas::detail::is_pre_avx2_core("Haswell"));
+  EXPECT_FALSE(blas::detail::is_pre_avx2_core("Zen"));
+  EXPECT_FALSE(blas::detail::is_pre_avx2_core("SkylakeX"));
 }
 
 // apply_choice with a stand-in for OpenBLAS: it records the cores asked for and answers
@@ -138,6 +177,16 @@ TEST(BlasKernelApply, AnOpenblasWithoutAvx512KernelsIsPutBack) {
   EXPECT_NE(info.reason.find("no AVX-512 kernels"), std::string::npos) << info.reason;
 }
 
+TEST(BlasKernelApply, HaswellIsKeptOnlyWhenOpenblasRunsIt) {
+  FakeOpenblas fine{.answers = {{"Haswell", "Haswell"}}, .asked = {}};
+  EXPECT_TRUE(blas::detail::apply_choice({"Haswell", "why"}, "Prescott", fine.reselect()).switched);
+  FakeOpenblas without{.answers = {{"Haswell", "Sandybridge"}, {"Prescott", "Prescott"}}, .asked = {}};
+  const BlasInfo info = blas::detail::apply_choice({"Haswell", "why"}, "Prescott", without.reselect());
+  EXPECT_FALSE(info.switched);
+  EXPECT_EQ(without.asked, (std::vector<std::string>{"Haswell", "Prescott"}));
+  EXPECT_NE(info.reason.find("no Haswell kernels"), std::string::npos) << info.reason;
+}
+
 TEST(BlasKernelApply, AnOpenblasThatCannotReselectIsLeftAlone) {
   FakeOpenblas fake{.answers = {{"Cooperlake", std::nullopt}}, .asked = {}};
   const BlasInfo info = blas::detail::apply_choice({"Cooperlake", "why"}, "Haswell", fake.reselect());
@@ -163,6 +212,8 @@ TEST(BlasKernelCpu, FeaturesAgreeWithTheCompilersProbe) {
   EXPECT_EQ(f.avx512bw && f.os_saves_zmm, __builtin_cpu_supports("avx512bw") != 0);
   EXPECT_EQ(f.avx512dq && f.os_saves_zmm, __builtin_cpu_supports("avx512dq") != 0);
   EXPECT_EQ(f.avx512vl && f.os_saves_zmm, __builtin_cpu_supports("avx512vl") != 0);
+  EXPECT_EQ(f.avx2 && f.os_saves_ymm, __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(f.fma && f.os_saves_ymm, __builtin_cpu_supports("fma") != 0);
 }
 
 // matmul against a plain triple loop in double, on odd sizes (edge kernels) and sizes large
@@ -248,8 +299,11 @@ std::map<std::string, std::string> probe(const std::string& assignments) {
 TEST(BlasKernelProcess, ByDefaultAProcessRunsTheBestCoreForItsCpu) {
   const auto info = probe("");
   ASSERT_TRUE(info.contains("core")) << "blas_info_probe did not run";
-  if (blas::detail::detect_cpu_features().runs_avx512_kernels()) {
+  const blas::detail::CpuFeatures cpu = blas::detail::detect_cpu_features();
+  if (cpu.runs_avx512_kernels()) {
     EXPECT_TRUE(blas::detail::is_avx512_core(info.at("core"))) << info.at("core") << ": " << info.at("reason");
+  } else if (cpu.runs_avx2_kernels() && blas::detail::is_pre_avx2_core(info.at("openblas_core"))) {
+    EXPECT_EQ(info.at("core"), "Haswell") << info.at("reason");
   } else {
     EXPECT_EQ(info.at("core"), info.at("openblas_core"));
     EXPECT_EQ(info.at("switched"), "0");
