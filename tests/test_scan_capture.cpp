@@ -253,6 +253,22 @@ TEST(ScanCapture, ABatchOfOneRowGivesTheRecordedResults) {
   }
 }
 
+// Long rows in several blocks (H = 130, B = 17: blocks of 15 rows, then one of 2): the
+// merged LSTM and the GRU equal their recorded steps.
+TEST(ScanCapture, LongRowsGiveTheRecordedResults) {
+  const FusingChains fusing(true);
+  constexpr std::int64_t h = 130, b = 17;
+  const std::vector<CellCase> wide = {
+      {"lstm_merged", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {4, b, kI}, lstm_merged},
+      {"gru_by_hand", {{kI, 3 * h}, {h, 3 * h}, {3 * h}, {3 * h}}, {{b, h}}, {4, b, kI}, gru_by_hand}};
+  for (const CellCase& c : wide) {
+    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+    EXPECT_GE(captured.capture.fused_chains, 1) << c.name;
+    expect_same(captured, recorded, c.name + " H = 130");
+  }
+}
+
 // The op names `c`'s captured scan recorded: before the loop, its steps, the outputs stacked.
 std::vector<std::string> step_ops(const CellCase& c) {
   Tape tape;
