@@ -6,6 +6,7 @@
 #include <string>
 
 #include <recur/autodiff/no_grad.hpp>
+#include <recur/core/small_vector.hpp>
 #include <recur/autodiff/record.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
@@ -28,6 +29,9 @@ std::optional<ChainCode> chain_code(std::string_view op) {
 namespace {
 
 bool unary(ChainCode c) { return c >= ChainCode::neg; }
+
+// Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
+using Flags = boost::container::small_vector<std::uint8_t, 64>;
 
 // A thread's scratch of at least n elements of T, kept between calls: a chain runs once per
 // step, and a fresh buffer each time would cost more than its arithmetic.
@@ -146,8 +150,8 @@ class ChainBlocks {
   const ChainProgram& p_;
   std::span<const Tensor> inputs_;
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
-  std::vector<T*> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
-  std::vector<std::uint8_t> gathered_;  // per slot: its columns are gathered for each block
+  boost::container::small_vector<T*, 32> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
+  Flags gathered_;                               // per slot: its columns are gathered for each block
 };
 
 // r = c (first contribution) or r += c, over n elements.
@@ -164,22 +168,23 @@ void put(T* __restrict r, bool add, std::int64_t n, C&& c) {
 // exactly one slot, a gate each): its gradient is then written once per element, with no
 // zeroing first and no sum.
 template <class T>
-std::vector<std::uint8_t> tiled_inputs(const ChainProgram& p, std::span<const Tensor> inputs) {
+Flags tiled_inputs(const ChainProgram& p, std::span<const Tensor> inputs) {
   const std::int64_t width = p.shape.empty() ? 1 : p.shape.back();
-  std::vector<std::uint8_t> tiled(inputs.size());
+  Flags tiled(inputs.size(), 0);
   for (std::size_t in = 0; in < inputs.size(); ++in) {
-    std::vector<std::int64_t> columns;
-    bool columns_only = true;
-    for (const ChainSlot& slot : p.slots)
-      if (slot.input == in) {
-        columns_only = columns_only && slot.column >= 0 && !ChainBlocks<T>::one_row(inputs[in], p.shape);
-        columns.push_back(slot.column);
-      }
-    if (!columns_only || columns.empty() || width == 0) continue;
-    std::sort(columns.begin(), columns.end());
-    bool tiles = static_cast<std::int64_t>(columns.size()) * width == inputs[in].shape().back();
-    for (std::size_t c = 0; c < columns.size() && tiles; ++c) tiles = columns[c] == static_cast<std::int64_t>(c) * width;
-    tiled[in] = tiles;
+    // Tiled: n slots, each a whole row's columns [c w, c w + w) for a distinct c < n, n w the row.
+    std::uint64_t seen = 0;
+    std::int64_t n = 0;
+    bool tiles = width > 0;
+    for (const ChainSlot& slot : p.slots) {
+      if (slot.input != in) continue;
+      ++n;
+      const std::int64_t c = slot.column / width;
+      tiles = tiles && slot.column >= 0 && slot.column % width == 0 && c < 64 && (seen >> c & 1U) == 0 &&
+              !ChainBlocks<T>::one_row(inputs[in], p.shape);
+      if (tiles) seen |= std::uint64_t{1} << c;
+    }
+    tiled[in] = tiles && n > 0 && n * width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1);
   }
   return tiled;
 }
@@ -194,7 +199,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
-  const std::vector<std::uint8_t> tiled = tiled_inputs<T>(p, inputs);
+  const Flags tiled = tiled_inputs<T>(p, inputs);
   for (std::size_t j = 0; j < n_slots; ++j) {
     const std::uint16_t in = p.slots[j].input;
     if (!needs[in] || grads[in].defined()) continue;
@@ -203,7 +208,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
                                    : zeros(inputs[in].shape(), inputs[in].dtype());
   }
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
-  std::vector<std::uint8_t> written(n_code + n_slots);
+  Flags written(n_code + n_slots, 0);
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) { return values[k] ? values[k] + begin : nullptr; };
     blocks.load(begin, n);
@@ -322,9 +327,9 @@ struct ElementwiseChain {
   // Where instruction k's values are: its output's buffer, its row of `inner`, or nowhere
   // (nullptr: backward does not read them).
   template <class T>
-  std::vector<T*> value_rows() const {
+  boost::container::small_vector<T*, 32> value_rows() const {
     const ChainProgram& p = *program;
-    std::vector<T*> rows(p.code.size(), nullptr);
+    boost::container::small_vector<T*, 32> rows(p.code.size(), nullptr);
     for (std::size_t o = 0; o < p.outputs.size(); ++o) rows[p.outputs[o]] = outputs[o].template data<T>();
     std::int64_t row = 0;
     for (std::size_t k : p.kept) rows[k] = inner.template data<T>() + row++ * numel(p.shape);
@@ -365,7 +370,7 @@ struct ElementwiseChain {
         outputs = outs;
         const auto n_inner = static_cast<std::int64_t>(p.kept.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
-        const std::vector<T*> rows = value_rows<T>();
+        const auto rows = value_rows<T>();
         blocks.each_block([&](std::int64_t begin, std::int64_t n) {
           blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(k); });
         });
@@ -386,17 +391,20 @@ struct ElementwiseChain {
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
     if constexpr (std::is_same_v<V, Tensor>) {
-      std::vector<Tensor> inputs, grads{a.grad};
+      boost::container::small_vector<Tensor, 8> inputs, grads{a.grad};
       for (std::size_t j = 0; j < a.inputs.size(); ++j) inputs.push_back(a.inputs[j]);
       for (std::size_t o = 1; o < program->outputs.size(); ++o)
         grads.push_back(o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Tensor());
       if (outputs.empty()) {  // recorded without gradients, or released: make the values now
         EnableGrad on;
-        forward(inputs);
+        forward(std::span<const Tensor>(inputs.data(), inputs.size()));
       }
       return dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
-        const std::vector<T*> rows = value_rows<T>();
-        return chain_backward<T>(*program, inputs, std::vector<const T*>(rows.begin(), rows.end()), grads, a.needs);
+        const auto rows = value_rows<T>();
+        const boost::container::small_vector<const T*, 32> values(rows.begin(), rows.end());
+        return chain_backward<T>(*program, std::span<const Tensor>(inputs.data(), inputs.size()),
+                                 std::span<const T* const>(values.data(), values.size()),
+                                 std::span<const Tensor>(grads.data(), grads.size()), a.needs);
       });
     } else {
       return recorded_backward(a);
