@@ -16,6 +16,7 @@ find_package(xtensor REQUIRED)
 find_package(xtensor-blas REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/recurXsmm.cmake)
 # The ONNX importer (ops/onnx/, target recur::onnx) needs the ONNX project's library
 # (libonnx-dev: its protobuf classes and checker) and protobuf; without them it is not built.
 # RECUR_BUILD_ONNX=OFF leaves it out on purpose (the ThreadSanitizer build does not need it).

@@ -26,5 +26,5 @@ configure_package_config_file(cmake/recurConfig.cmake.in ${CMAKE_BINARY_DIR}/rec
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/recurConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/recurConfig.cmake ${CMAKE_BINARY_DIR}/recurConfigVersion.cmake
-              ${CMAKE_SOURCE_DIR}/cmake/recurZip.cmake
+              ${CMAKE_SOURCE_DIR}/cmake/recurZip.cmake ${CMAKE_SOURCE_DIR}/cmake/recurXsmm.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages recur needs that are missing (run as root on Debian 12);
-# Open MPI is for recur::distributed and its tests, the ONNX library for recur::onnx.
+# Open MPI is for recur::distributed and its tests, the ONNX library for recur::onnx,
+# libxsmm for the per-step recurrent products.
 # Usage: scripts/install-deps.sh [--bench|--test]   (--bench adds LibTorch and oneDNN, the
 # benchmark peers; --test adds clang for the fuzz harnesses and doxygen for the API reference)
 set -euo pipefail
 packages=(g++ cmake ninja-build xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
           libboost-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev ccache
-          libopenmpi-dev openmpi-bin libonnx-dev libprotobuf-dev)
+          libopenmpi-dev openmpi-bin libonnx-dev libprotobuf-dev libxsmm-dev)
 # The ONNX importer's conformance tests read the ONNX node tests of libonnx-testdata.
 if [[ "${1:-}" == "--test" ]]; then packages+=(libonnx-testdata); fi
 # The test command also builds the loaders' libFuzzer harnesses, which need clang, and the

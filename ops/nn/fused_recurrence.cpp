@@ -17,6 +17,7 @@
 
 #include <recur/autodiff/record.hpp>
 #include <recur/core/blas.hpp>
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
@@ -181,18 +182,23 @@ struct FusedRecurrence {
     const T* hp = h0.data<T>();
     const T* cp = data<T>(in, In::c0);
     const detail::KernelTable<T>& kernels = detail::kernels<T>();
+    // The recurrent product of every step, W_hh the same at each (core/repeated_gemm.hpp):
+    // g += h W_hh^T, or for a GRU its gates' h W_hh^T into scratch.
+    const std::int64_t cols = gru() && reset_inside() ? 2 * n : gh;
+    const blas::RepeatedGemm<T> recurrent(batch, cols, p, w_hh.data<T>(), p, true, p, gh, gru() ? T(0) : T(1));
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t t = geo.time_of(s);
       T* g = pre_data + t * rows;
       T* ht = h + t * hrows;
       if (gru()) {
         add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);  // x W_ih^T + b_ih
-        gru_step(g, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n);
+        gru_step(g, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n,
+                 recurrent);
         carry_finished(t, hp, ht, batch, n);
         hp = ht;
         continue;
       }
-      blas::gemm(false, true, batch, gh, p, T(1), hp, p, w_hh.data<T>(), p, T(1), g, gh);  // += h W_hh^T
+      recurrent(hp, g);  // += h W_hh^T
       add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);
       if (lstm()) {
         T* c = ring.data() + (s % 2) * crows;
@@ -232,14 +238,15 @@ struct FusedRecurrence {
   // h W_hn^T + b_hn for backward (null in ONNX's form).
   template <class T>
   void gru_step(T* g, T* scratch, const T* hprev, T* ht, T* hn, std::span<const Tensor> in, std::int64_t batch,
-                std::int64_t n) const {
+                std::int64_t n, const blas::RepeatedGemm<T>& gates) const {
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
     const T* w_hh = data<T>(in, In::w_hh);
     T *hp = scratch, *rh = scratch + batch * gh;
-    // The gates' product; in PyTorch's form the candidate's too.
+    // The gates' product (h W_hh^T over the first 2H rows of W_hh, or in PyTorch's form all
+    // 3H, the candidate's too).
     const std::int64_t cols = reset_inside() ? 2 * n : gh;
-    blas::gemm(false, true, batch, cols, n, T(1), hprev, n, w_hh, n, T(0), hp, gh);
+    gates(hprev, hp);
     add_bias(hp, batch, gh, b_hh_from<T>(in, 0), cols);
     for (std::int64_t b = 0; b < batch; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
     if (reset_inside()) {
@@ -349,6 +356,8 @@ struct FusedRecurrence {
     // ONNX's GRU sends h_prev's gradient back through its first 2H gate rows only (the
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
+    // dh_{t-1} += dgates_t W_hh at every step, W_hh the same at each (core/repeated_gemm.hpp).
+    const blas::RepeatedGemm<T> recurrent(batch, p, k, w_hh, p, false, gh, p, T(1));
     for (std::int64_t s = steps - 1; s >= lo; --s) {
       const std::int64_t t = geo.time_of(s);
       T* dgt = dg + t * rows;
@@ -373,10 +382,10 @@ struct FusedRecurrence {
       const T* drt = drec + t * rows;
       if (s > lo) {
         upstream(s - 1);
-        blas::gemm(false, false, batch, p, k, T(1), drt, gh, w_hh, p, T(1), dh.data(), p);
-      } else if (lo == 0 && want_h0) {
+        recurrent(drt, dh.data());
+      } else if (lo == 0 && want_h0) {  // st.h0 starts at zero: adding to it is h0's whole gradient
         std::copy(direct.begin(), direct.end(), st.h0.data<T>());
-        blas::gemm(false, false, batch, p, k, T(1), drt, gh, w_hh, p, direct.empty() ? T(0) : T(1), st.h0.data<T>(), p);
+        recurrent(drt, st.h0.data<T>());
       }
     }
     if (lstm() && lo > 0) st.c0 = zeros({batch, n}, dtype);  // c0 out of reach
