@@ -27,10 +27,15 @@ std::atomic<StepGemm>& choice() {
 // Columns of C per kernel call (64 measured fastest on this machine's AVX-512 kernels).
 constexpr std::int64_t kTile = 64;
 
-// Products of at most this many flops (2 m n k) run on libxsmm. Measured on the RNN suite
-// (2 OpenBLAS threads): S (2 m n k up to 0.1 MFLOP) 8-9% faster for a whole training step;
-// M (4-17 MFLOP) as fast or slower on one thread of libxsmm than on OpenBLAS's two.
-constexpr double kMaxFlops = 1e6;
+// Products of at most this many flops (2 m n k) run on libxsmm, on the calling thread: the
+// S and M configurations and TBPTT's (up to 17 MFLOP), not L's (537). Measured on the RNN
+// suite against OpenBLAS's two threads (docs/performance.md, "Per-step products"):
+//  - quiet machine: S 8-12% faster; M and TBPTT the same for the RNN and the GRU, 17-24%
+//    slower for the LSTM (two cores' caches hold its 1 MB W_hh, one core's does not);
+//  - one CPU-bound process beside it: M 8-25x faster. OpenBLAS splits each small product
+//    over both cores, and every step then waits for whichever thread the other process
+//    holds off its core (LSTM M 438 ms a step against 28 ms quiet; on one thread 55 ms).
+constexpr double kMaxFlops = 64e6;
 
 }  // namespace
 

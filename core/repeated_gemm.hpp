@@ -1,12 +1,13 @@
 #pragma once
 // One product shape run many times with the same right-hand matrix: a recurrent weight
-// over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. For small
-// products (the S configurations: a row or a few times a few hundred) OpenBLAS's fixed cost
-// per call (checking, packing W again) is most of the time; libxsmm's JIT kernels, made
-// once for the shape, skip it. Larger products stay on OpenBLAS, whose threads pay there
-// (measured: docs/performance.md, "Per-step products"). Where libxsmm is not built in, has
-// no kernel for the shape (a CPU without AVX, say) or is switched off, the product is
-// OpenBLAS's gemm, as everywhere else.
+// over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. Up to a
+// few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite) it runs on
+// libxsmm's JIT kernels, made once for the shape, on the calling thread: OpenBLAS's fixed
+// cost per call (checks, packing W again) is most of a small product, and OpenBLAS's threads
+// turn a busy machine's scheduling delays into a delay at every step. Larger products stay
+// on OpenBLAS, whose threads pay there. Where libxsmm is not built in, has no kernel for the
+// shape (a CPU without AVX, say) or is switched off, the product is OpenBLAS's gemm, as
+// everywhere else. Measured, both ways: docs/performance.md, "Per-step products".
 //
 // RECUR_STEP_GEMM=openblas in the environment, or set_step_gemm(StepGemm::openblas), sends
 // every such product to OpenBLAS; the default, StepGemm::libxsmm, uses libxsmm where it can.
