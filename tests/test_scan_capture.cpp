@@ -301,6 +301,25 @@ TEST(ScanCapture, SumsBeforeASplitRunInsideTheChain) {
   EXPECT_GE(std::count(ops.begin(), ops.end(), "slice"), 4 * kT) << "lstm_merged unfused";
 }
 
+// A chain that reads one input both through a full-width slice and whole: both shares of
+// its gradient arrive (neither write covers the other).
+StepResult slice_and_whole(S a) {
+  const Var &x = a[0], &h = a[1];
+  const Var sliced = tanh(slice(h, 1, 0, kH) + matmul(x, a[2]));  // the slice's slot comes first
+  const Var whole = sigmoid(h);
+  return {sliced * whole + h};
+}
+
+TEST(ScanCapture, AnInputReadSlicedAndWholeGetsBothGradients) {
+  const FusingChains fusing(true);
+  const CellCase c{"slice_and_whole", {{kI, kH}}, {{kB, kH}}, {kT, kB, kI}, slice_and_whole};
+  const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+  ASSERT_TRUE(captured.capture.captured) << captured.capture.reason;
+  EXPECT_GE(captured.capture.fused_chains, 1);
+  expect_same(captured, recorded, "slice_and_whole");
+  expect_same(captured, unrolled(c), "slice_and_whole against a plain loop");
+}
+
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {
   const CellRun off = run_cell(cells()[1], Capture::required);  // the default: not merged
   EXPECT_EQ(off.capture.merged_products, 0);

@@ -164,29 +164,37 @@ void put(T* __restrict r, bool add, std::int64_t n, C&& c) {
   }
 }
 
-// Per input: whether its slots are columns of its rows that tile them (each column read by
-// exactly one slot, a gate each): its gradient is then written once per element, with no
-// zeroing first and no sum.
+// How an input's gradient is written by its slots.
+enum class Writes : std::uint8_t {
+  sum,    // zeroed first, every slot adds its share
+  whole,  // one slot reads the whole input: it writes every element once
+  tiled,  // its slots are columns that tile its rows (a gate each): each writes its columns once
+};
+
+// Per input, how its slots write its gradient (writes once, with no zeroing first and no
+// sum, where each element has exactly one slot).
 template <class T>
-Flags tiled_inputs(const ChainProgram& p, std::span<const Tensor> inputs) {
-  const std::int64_t width = p.shape.empty() ? 1 : p.shape.back();
-  Flags tiled(inputs.size(), 0);
+boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p, std::span<const Tensor> inputs,
+                                                          std::int64_t width, std::int64_t total) {
+  boost::container::small_vector<Writes, 8> writes(inputs.size(), Writes::sum);
   for (std::size_t in = 0; in < inputs.size(); ++in) {
     // Tiled: n slots, each a whole row's columns [c w, c w + w) for a distinct c < n, n w the row.
     std::uint64_t seen = 0;
     std::int64_t n = 0;
-    bool tiles = width > 0;
+    bool tiles = width > 0, whole = false;
     for (const ChainSlot& slot : p.slots) {
       if (slot.input != in) continue;
       ++n;
-      const std::int64_t c = slot.column / width;
-      tiles = tiles && slot.column >= 0 && slot.column % width == 0 && c < 64 && (seen >> c & 1U) == 0 &&
-              !ChainBlocks<T>::one_row(inputs[in], p.shape);
-      if (tiles) seen |= std::uint64_t{1} << c;
+      whole = slot.column < 0 && inputs[in].numel() == total;
+      tiles = tiles && slot.column >= 0 && slot.column % width == 0 && slot.column / width < 64 &&
+              (seen >> (slot.column / width) & 1U) == 0 && !ChainBlocks<T>::one_row(inputs[in], p.shape);
+      if (tiles) seen |= std::uint64_t{1} << (slot.column / width);
     }
-    tiled[in] = tiles && n > 0 && n * width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1);
+    if (n == 1 && whole) writes[in] = Writes::whole;
+    else if (tiles && n > 0 && n * width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1))
+      writes[in] = Writes::tiled;
   }
-  return tiled;
+  return writes;
 }
 
 // The chain's backward on values: its rules per element, block by block, reading the
@@ -199,14 +207,11 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
-  const Flags tiled = tiled_inputs<T>(p, inputs);
-  for (std::size_t j = 0; j < n_slots; ++j) {
-    const std::uint16_t in = p.slots[j].input;
-    if (!needs[in] || grads[in].defined()) continue;
-    const bool whole = p.slots[j].column < 0 && inputs[in].numel() == total;
-    grads[in] = whole || tiled[in] ? Tensor::empty(inputs[in].shape(), inputs[in].dtype())
-                                   : zeros(inputs[in].shape(), inputs[in].dtype());
-  }
+  const auto writes = gradient_writes<T>(p, inputs, width, total);
+  for (std::size_t in = 0; in < inputs.size(); ++in)
+    if (needs[in])
+      grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
+                                            : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
   Flags written(n_code + n_slots, 0);
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
@@ -269,20 +274,23 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       const std::int64_t size = in.numel();
       const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, p.shape) ? 0 : in.shape().back();
       T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
-      if (!written[n_code + j]) {  // no gradient reached the slot: zeros where nothing else writes
-        if (slot.column < 0 && size == total) std::fill_n(d + begin, n, T(0));
-        if (tiled[slot.input])
+      const Writes how = writes[slot.input];
+      if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
+        if (how == Writes::whole) std::fill_n(d + begin, n, T(0));
+        if (how == Writes::tiled)
           for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
         continue;
       }
       const T* g = reg(n_code + j);
-      if (tiled[slot.input]) {  // its columns of each row, written once
+      if (how == Writes::whole) {
+        std::copy_n(g, n, d + begin);
+      } else if (how == Writes::tiled) {  // its columns of each row, written once
         for (std::int64_t row = 0; row < n / width; ++row) std::copy_n(g + row * width, width, row0 + row * stride);
       } else if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
           for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
-      } else if (size == total) {
-        std::copy_n(g, n, d + begin);
+      } else if (size == total) {  // whole, beside other slots of the same input
+        for (std::int64_t i = 0; i < n; ++i) d[begin + i] += g[i];
       } else {  // a broadcast input sums its repeats (n is whole periods)
         for (std::int64_t row = 0; row < n; row += size)
           for (std::int64_t i = 0; i < size; ++i) d[i] += g[row + i];
