@@ -23,8 +23,6 @@
 // such table (it then maps the name to an older one), OpenBLAS's own choice is restored.
 #include <recur/core/blas_kernel.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
@@ -106,9 +104,7 @@ namespace {
 // Whether OpenBLAS, asked for `asked`, now runs it (any AVX-512 set when one was asked: a
 // build may map Cooperlake to SkylakeX).
 bool runs_what_was_asked(const std::string& asked, const std::string& now) {
-  if (is_avx512_core(asked)) return is_avx512_core(now);
-  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
-  return std::ranges::equal(now, asked, [&](char a, char b) { return lower(a) == lower(b); });
+  return is_avx512_core(asked) ? is_avx512_core(now) : same_name(now, asked);
 }
 }  // namespace
 

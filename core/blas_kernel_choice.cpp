@@ -7,13 +7,13 @@
 #include <recur/core/blas_kernel_detail.hpp>
 
 namespace recur::blas::detail {
-namespace {
 bool same_name(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
   });
 }
 
+namespace {
 KernelChoice keep(std::string reason) { return {{}, std::move(reason)}; }
 }  // namespace
 

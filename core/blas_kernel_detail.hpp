@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <recur/core/blas_kernel.hpp>
 
@@ -44,6 +45,9 @@ struct KernelChoice {
 };
 
 KernelChoice choose_kernel(const KernelInputs& in);
+
+// OpenBLAS's core names compared as OpenBLAS compares them: in any case.
+bool same_name(std::string_view a, std::string_view b);
 
 // True for the names OpenBLAS gives its AVX-512 kernel sets (SkylakeX, Cooperlake,
 // SapphireRapids), in any case.

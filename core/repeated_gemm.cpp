@@ -58,7 +58,7 @@ struct RepeatedGemm<T>::Kernels {
 #ifdef RECUR_HAVE_LIBXSMM
   using Fn = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
   Fn tile = nullptr, last = nullptr;
-  std::int64_t tiles = 0, last_width = 0;
+  std::int64_t tiles = 0;
 #endif
 };
 
@@ -84,19 +84,17 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
 #ifdef RECUR_HAVE_LIBXSMM
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (step_gemm() != StepGemm::libxsmm || m <= 0 || n <= 0 || k <= 0 || flops > kMaxFlops) return;
-  std::int64_t ld = ldb;
+  const std::int64_t ld = b_transposed ? n : ldb;  // B given transposed is copied to [k, n] below
+  auto kernels = std::make_unique<Kernels>();
+  kernels->tiles = n / kTile;
+  const std::int64_t last_width = n % kTile;
+  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(kTile, m, k, ld, lda, ldc, beta))) return;
+  if (last_width > 0 && !(kernels->last = dispatch<T>(last_width, m, k, ld, lda, ldc, beta))) return;
   if (b_transposed) {  // [n, k] to [k, n], once for the sequence
     b_columns_.resize(static_cast<std::size_t>(k * n));
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < k; ++i) b_columns_[static_cast<std::size_t>(i * n + j)] = b[j * ldb + i];
-    ld = n;
   }
-  auto kernels = std::make_unique<Kernels>();
-  kernels->tiles = n / kTile;
-  kernels->last_width = n % kTile;
-  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(kTile, m, k, ld, lda, ldc, beta))) return;
-  if (kernels->last_width > 0 && !(kernels->last = dispatch<T>(kernels->last_width, m, k, ld, lda, ldc, beta))) return;
-  ldb_ = ld;
   kernels_ = std::move(kernels);
 #endif
 }

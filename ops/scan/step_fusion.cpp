@@ -105,11 +105,14 @@ class Fuser {
 
   // Whether op k's value is read outside g (by another op, or as the step's result).
   bool escapes(std::size_t k, const std::vector<std::size_t>& g) const {
-    auto outside_reads = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
+    return read_outside(k, [&](std::size_t j) { return std::find(g.begin(), g.end(), j) != g.end(); });
+  }
+  // Whether op k's value is read by an op that is not `inside`, or is the step's result.
+  template <class Inside>
+  bool read_outside(std::size_t k, Inside&& inside) const {
+    auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
     for (std::size_t j = 0; j < p_.ops.size(); ++j)
-      if (std::find(g.begin(), g.end(), j) == g.end() &&
-          std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), outside_reads))
-        return true;
+      if (!inside(j) && std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), reads_k)) return true;
     return is_result(k);
   }
   // Whether op k's value leaves the step (an output or an update).
@@ -269,12 +272,7 @@ class Fuser {
   // Whether every reader of op k's value is in `lifted` or `slices` (and it is no result).
   bool read_only_by(std::size_t k, const std::unordered_set<std::size_t>& lifted,
                     const std::unordered_set<std::size_t>& slices) const {
-    auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
-    for (std::size_t j = 0; j < p_.ops.size(); ++j)
-      if (!lifted.contains(j) && !slices.contains(j) &&
-          std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), reads_k))
-        return false;
-    return !is_result(k);
+    return !read_outside(k, [&](std::size_t j) { return lifted.contains(j) || slices.contains(j); });
   }
 
   // Where chain g reads `r` in place: the first column, when r is a slice along the last
