@@ -37,6 +37,7 @@ namespace detail {
 std::optional<OpAttributes> no_parameters(const void*) { return OpAttributes{}; }
 std::optional<OpAttributes> undescribed_parameters(const void*) { return std::nullopt; }
 std::vector<Tensor> single_output(const void*) { return {}; }
+bool reads_everything(const void*, std::size_t) { return true; }
 }  // namespace detail
 
 std::string to_string(const OpAttributes& attributes) {

@@ -8,6 +8,9 @@
 //   `static constexpr bool elementwise = true;`  (optional) each output element depends on
 //                                       the same element of the (broadcast) inputs only: the
 //                                       op runs unchanged on inputs with a leading axis more
+//   `bool backward_reads(std::size_t which) const;`  (optional) false where the plain backward
+//                                       rule reads only the shape of input `which` (or of the
+//                                       output, which = kBackwardOutput); without it, all is read
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).
@@ -111,8 +114,17 @@ struct OpVTable {
   // A multi-output op's outputs after the first, right after forward (record_outputs);
   // empty for an op with one output.
   std::vector<Tensor> (*more_outputs)(const void* op);
+  // Whether the op's plain backward reads the elements of input `which`, or with
+  // kBackwardOutput of its output (shapes and dtypes it may always read). A captured loop
+  // drops the buffers no rule reads once forward is past them (TapeAccess::drop_unread_value).
+  bool (*backward_reads)(const void* op, std::size_t which);
   bool elementwise;  // the op says so (see the top of this file)
 };
+
+// backward_reads' `which` for the op's output.
+inline constexpr std::size_t kBackwardOutput = static_cast<std::size_t>(-1);
+// What an op that does not say (no `bool backward_reads(std::size_t) const`) reads: everything.
+bool reads_everything(const void* op, std::size_t which);
 
 // What an op without data members says of its parameters (none), and what one with data
 // members and no attributes() says (nullopt: it cannot describe them).
@@ -190,6 +202,7 @@ class OpBox {
     return box;
   }
   std::vector<Tensor> more_outputs() const { return vt_->more_outputs(buf_); }
+  bool backward_reads(std::size_t which) const { return vt_->backward_reads(buf_, which); }
   bool elementwise() const { return vt_->elementwise; }
 
  private:
@@ -260,6 +273,15 @@ class OpBox {
       return Entry(&single_output);
   }
 
+  template <class O, class Storage>
+  static constexpr auto backward_reads_entry() {
+    using Entry = bool (*)(const void*, std::size_t);
+    if constexpr (requires(const O& op, std::size_t w) { { op.backward_reads(w) } -> std::same_as<bool>; })
+      return Entry([](const void* p, std::size_t which) { return Storage::get(p).backward_reads(which); });
+    else
+      return Entry(&reads_everything);
+  }
+
   // Where an op lives: in the buffer itself, or on the heap behind a pointer in the buffer.
   template <class O>
   struct InlineStorage {
@@ -290,6 +312,7 @@ class OpBox {
       attributes_entry<O, Storage>(),
       clone_entry<O, Arity, Storage>(),
       more_outputs_entry<O, Storage>(),
+      backward_reads_entry<O, Storage>(),
       is_elementwise<O>()};
 
   alignas(16) unsigned char buf_[kInline];

@@ -159,6 +159,8 @@ class TensorMode : public PassGrads<Tensor> {
  public:
   TensorMode(Tape& tape, std::uint32_t hi, bool to_leaves, bool consumes, FinalGradients* finals = nullptr)
       : PassGrads(tape, hi), to_leaves_(to_leaves), consumes_(consumes), finals_(finals), pass_(new_pass()) {}
+  // Rules on values read what their ops say they read (OpBox::backward_reads).
+  static constexpr bool kReadsAll = false;
   bool consumes() const { return consumes_; }
   void passing(std::uint32_t i) {
     if (finals_) finals_->passing(i);
@@ -194,6 +196,7 @@ class VarMode : public PassGrads<Var> {
  public:
   using PassGrads::PassGrads;
   static constexpr bool consumes() { return false; }  // grad() accumulates nowhere
+  static constexpr bool kReadsAll = true;  // rules on Vars may read any value
   static void passing(std::uint32_t) {}  // nothing is delivered, so nothing to observe
   static void after_rule() {}
   static void done() {}
@@ -237,7 +240,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
       continue;
     }
     if (n.cut) continue;
-    if (released) released->ensure_node(n, i);
+    if (released) released->ensure_node(n, i, Mode::kReadsAll);
     const auto more = mode.take_more(i);
     if (!is_defined(g)) g = mode.zeros_like(i);  // only its other outputs' gradients reached the op
     boost::container::small_vector<std::uint8_t, 4> needs;
@@ -246,7 +249,7 @@ void Tape::propagate(Mode& mode, std::uint32_t lo, std::uint32_t hi) {
                             std::span(more.data(), more.size()));
     if (mode.consumes()) consume(i);
     mode.after_rule();
-    if (released) released->ensure_inputs(n);  // a rule that ran a pass of its own may have released them
+    if (released) released->ensure_inputs(n, Mode::kReadsAll);  // a rule that ran a pass of its own may have released them
     for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
       if (!needs[j] || !is_defined(gs[j])) continue;
       check_gradient(n, j, nodes_[n.inputs[j]].value, value_of(gs[j]));

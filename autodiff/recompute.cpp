@@ -81,6 +81,27 @@ std::size_t Recompute::replay_bytes(std::uint32_t begin, std::uint32_t end) cons
 void Recompute::truncate(std::uint32_t size) noexcept {
   while (!ranges_.empty() && ranges_.back().end > size) ranges_.pop_back();
   std::erase_if(chains_, [&](const auto& c) { return c->begin() > size || c->end() > size; });
+  dropped_.erase(std::lower_bound(dropped_.begin(), dropped_.end(), size), dropped_.end());
+}
+
+void Recompute::drop_unread(std::uint32_t id) {
+  Node& n = nodes_[id];
+  if (!n.op || !n.value.defined()) return;  // a leaf cannot be replayed; a released value is gone already
+  n.value = Tensor(nullptr, 0, n.value.shape(), n.value.dtype());
+  const auto at = std::lower_bound(dropped_.begin(), dropped_.end(), id);
+  if (at == dropped_.end() || *at != id) dropped_.insert(at, id);
+}
+
+// A dropped value read after all: its op runs again on its inputs, and it stays.
+void Recompute::undrop(std::uint32_t id) {
+  Node& n = nodes_[id];
+  boost::container::small_vector<const Tensor*, 4> in;
+  for (std::uint32_t j : n.inputs) {
+    if (!nodes_[j].value.defined()) ensure_value(j);
+    in.push_back(&nodes_[j].value);
+  }
+  n.value = n.op.replay(InputList<Tensor>(in.data(), in.size()));
+  dropped_.erase(std::lower_bound(dropped_.begin(), dropped_.end(), id));
 }
 
 Chain* Recompute::chain_of(std::uint32_t id) {
@@ -123,6 +144,7 @@ void Recompute::rematerialize(Range& range) {
 }
 
 void Recompute::ensure_value(std::uint32_t id) {
+  if (dropped(id)) return undrop(id);
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), id,
                              [](std::uint32_t i, const Range& r) { return i < r.begin; });
   if (it == ranges_.begin() || id >= std::prev(it)->end) {
@@ -132,17 +154,19 @@ void Recompute::ensure_value(std::uint32_t id) {
   rematerialize(*std::prev(it));
 }
 
-void Recompute::ensure_node(const Node& n, std::uint32_t i) {
+void Recompute::ensure_node(const Node& n, std::uint32_t i, bool all) {
   // A chain replays the node's whole step even when its value is held (a snapshot): the
   // rule may need what the step computed before it.
   if (Chain* chain = n.op ? chain_of(i) : nullptr) chain->ensure_step_of(i);
-  else if (n.op && !n.value.defined()) ensure_value(i);
-  ensure_inputs(n);
+  else if (n.op && !n.value.defined() && (all || !dropped(i) || n.op.backward_reads(kBackwardOutput))) ensure_value(i);
+  ensure_inputs(n, all);
 }
 
-void Recompute::ensure_inputs(const Node& n) {
-  for (std::uint32_t in : n.inputs)
-    if (!nodes_[in].value.defined()) ensure_value(in);
+void Recompute::ensure_inputs(const Node& n, bool all) {
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const std::uint32_t in = n.inputs[k];
+    if (!nodes_[in].value.defined() && (all || !dropped(in) || n.op.backward_reads(k))) ensure_value(in);
+  }
 }
 
 void Recompute::release_above(std::uint32_t i) {
@@ -162,6 +186,11 @@ void Recompute::release_all() {
 void TapeAccess::release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep) {
   if (!tape.recompute_) tape.recompute_ = std::make_unique<detail::Recompute>(tape.nodes_);
   tape.recompute_->release(begin, end, std::move(keep));
+}
+
+void TapeAccess::drop_unread_value(Tape& tape, std::uint32_t id) {
+  if (!tape.recompute_) tape.recompute_ = std::make_unique<detail::Recompute>(tape.nodes_);
+  tape.recompute_->drop_unread(id);
 }
 
 detail::Chain& TapeAccess::begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy) {

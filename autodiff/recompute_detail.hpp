@@ -2,6 +2,10 @@
 // Released ranges: op nodes whose values were dropped to save memory (a loop's checkpoints)
 // and are recomputed, by replaying each op on its inputs, when a backward pass needs them;
 // the pass releases them again when it leaves them behind.
+// Dropped nodes: op nodes whose elements no backward rule reads (OpBox::backward_reads), kept
+// as their shape and dtype only (a captured loop's per-step products and input rows). A pass
+// that reads them after all (create_graph, a replay) runs their op again and keeps the value.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,7 +25,9 @@ class Recompute {
   explicit Recompute(NodeStore& nodes) : nodes_(nodes) {}
   ~Recompute();
 
-  bool empty() const { return ranges_.empty() && chains_.empty(); }
+  bool empty() const { return ranges_.empty() && chains_.empty() && dropped_.empty(); }
+  // Drops op node `id`'s buffer: its value becomes a Tensor of its shape and dtype, no elements.
+  void drop_unread(std::uint32_t id);
   // Releases op nodes [begin, end) except `keep`. A range may enclose earlier ones (a
   // checkpointed loop inside another): it replaces them.
   void release(std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
@@ -42,9 +48,10 @@ class Recompute {
   // ---- during a backward pass, which walks the nodes downwards ----------------------------
   // Releases again the recomputed ranges above node `i`: the pass is done with them.
   void release_above(std::uint32_t i);
-  // Recomputes the values op node `n` (node `i`) and its inputs need.
-  void ensure_node(const Node& n, std::uint32_t i);
-  void ensure_inputs(const Node& n);
+  // Recomputes the values op node `n` (node `i`) and its inputs need: with `all`, every
+  // value (create_graph runs rules on Vars), else a dropped value only where its rule reads it.
+  void ensure_node(const Node& n, std::uint32_t i, bool all);
+  void ensure_inputs(const Node& n, bool all);
   // After the pass: every recomputed range is released again.
   void release_all();
   // The value of node `id`, recomputed when it was released.
@@ -60,12 +67,15 @@ class Recompute {
   };
   bool all_consumed(std::uint32_t begin, std::uint32_t end) const;
   Chain* chain_of(std::uint32_t id);
+  bool dropped(std::uint32_t id) const { return std::binary_search(dropped_.begin(), dropped_.end(), id); }
+  void undrop(std::uint32_t id);
   void rematerialize(Range& range);
   void release(Range& range);
 
   NodeStore& nodes_;
   std::vector<Range> ranges_;  // sorted by begin, disjoint
   std::vector<std::unique_ptr<Chain>> chains_;
+  std::vector<std::uint32_t> dropped_;  // sorted
 };
 
 }  // namespace recur::detail

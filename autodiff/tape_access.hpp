@@ -67,6 +67,9 @@ class TapeAccess {
   // Releases the values of op nodes in [begin, end) except `keep`; a backward pass that
   // needs them recomputes the range from its inputs (replay), then releases it again.
   static void release_values(Tape& tape, std::uint32_t begin, std::uint32_t end, std::vector<std::uint32_t> keep);
+  // Drops op node `id`'s buffer, keeping its shape and dtype: the caller knows that no
+  // backward rule reads its elements (OpBox::backward_reads of its op and of its readers).
+  static void drop_unread_value(Tape& tape, std::uint32_t id);
   // A chain of steps from node `begin` on, reversed by revolve with few snapshots
   // (autodiff/revolve_chain_detail.hpp): the loop tells it each step's end and its results.
   static detail::Chain& begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy);

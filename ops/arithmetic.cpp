@@ -32,16 +32,23 @@ struct Binary {
     if (args.needs_grad(1)) g[1] = sum_to(F::grad_b(args.grad, a, b, args.output), b.shape());
     return g;
   }
+  // A sum's or a difference's rule reads shapes only (F::reads_values = false).
+  bool backward_reads(std::size_t) const {
+    if constexpr (requires { F::reads_values; }) return F::reads_values;
+    else return true;
+  }
 };
 
 struct AddF {
   static constexpr std::string_view name = "add";
+  static constexpr bool reads_values = false;
   template <class T> static T apply(T x, T y) { return x + y; }
   template <class V> static V grad_a(const V& g, const V&, const V&, const V&) { return g; }
   template <class V> static V grad_b(const V& g, const V&, const V&, const V&) { return g; }
 };
 struct SubF {
   static constexpr std::string_view name = "sub";
+  static constexpr bool reads_values = false;
   template <class T> static T apply(T x, T y) { return x - y; }
   template <class V> static V grad_a(const V& g, const V&, const V&, const V&) { return g; }
   template <class V> static V grad_b(const V& g, const V&, const V&, const V&) { return neg(g); }

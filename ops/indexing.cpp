@@ -79,6 +79,7 @@ struct Index {
   static constexpr std::string_view name = "index";
   std::int64_t axis, i;
   OpAttributes attributes() const { return {{"axis", axis}, {"index", i}}; }
+  bool backward_reads(std::size_t) const { return false; }  // the gradient goes to a position: shapes only
   Tensor forward(const Tensor& x) const {
     const std::int64_t ax = normalize_axis(name, axis, x.shape());
     const std::int64_t k = detail::checked_index(name, i, x.shape(), ax);

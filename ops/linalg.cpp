@@ -12,6 +12,7 @@ struct MatMulT {
   static constexpr std::string_view name = "matmul";
   bool ta = false, tb = false;  // transposes of a's and b's last two axes
   OpAttributes attributes() const { return {{"transpose_a", ta}, {"transpose_b", tb}}; }
+  bool backward_reads(std::size_t which) const { return which != detail::kBackwardOutput; }  // dA, dB need A, B
 
   Tensor forward(const Tensor& a, const Tensor& b) const {
     check_same_dtype(name, a, b);

@@ -40,6 +40,7 @@ struct Reshape {
   static constexpr std::string_view name = "reshape";
   Shape shape;  // may hold one -1
   OpAttributes attributes() const { return {{"shape", ints_attribute(shape)}}; }
+  bool backward_reads(std::size_t) const { return false; }  // shapes only
   Tensor forward(const Tensor& x) const { return x.view(infer_shape(name, x, shape)); }
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {

@@ -14,6 +14,9 @@
 #include <functional>
 #include <limits>
 
+#include <recur/autodiff/tape_access.hpp>
+#include <recur/ops/scan/step_program_detail.hpp>
+
 #include "grad_table.hpp"
 #include "row_runs.hpp"
 
@@ -115,6 +118,41 @@ TEST_P(GradTableForms, Float32MatchesFloat64) {
                                                               << " in float32\n" << lo.grads[k] << "\nin float64\n"
                                                               << hi.grads[k];
     }
+  }
+}
+
+// ---- values no rule reads --------------------------------------------------------------
+
+// What each op says its plain backward reads (OpBox::backward_reads) holds: with the buffer
+// of every node no rule reads dropped (as a captured loop drops them), backward gives the
+// same bits. A rule that read a dropped value would throw (its data is gone).
+TEST_P(GradTableForms, DroppingValuesNoRuleReadsChangesNoGradient) {
+  const GradCase& c = row();
+  for (std::uint64_t trial = 0; trial < 2; ++trial) {
+    Rng rng = rng_for(trial);
+    const std::vector<Tensor> inputs = draw_inputs(c, rng);
+    const Tensor weights = [&] {
+      Tape probe;
+      std::vector<Var> vars;
+      for (const auto& x : inputs) vars.push_back(probe.constant(x));
+      return fill(c.fn.on_vars(vars).shape(), Domain::any, rng);
+    }();
+    const ValueAndGradients kept = forward_backward(c, inputs, weights);
+    Tape tape;
+    std::vector<Var> vars;
+    for (const auto& x : inputs) vars.push_back(tape.variable(x));
+    const Var out = c.fn.on_vars(vars);
+    std::size_t dropped = 0;
+    for (std::uint32_t id = 0; id < out.id(); ++id)
+      if (scan_engine::detail::unread_by_backward(tape, id) && TapeAccess::node_value(tape, id).defined()) {
+        TapeAccess::drop_unread_value(tape, id);
+        ++dropped;
+      }
+    tape.backward(out, weights);
+    for (std::size_t k = 0; k < vars.size(); ++k)
+      EXPECT_TRUE(same_bits(vars[k].grad(), kept.grads[k]))
+          << c.name << " on " << describe(inputs) << ": gradient of input " << k << " with " << dropped
+          << " values dropped\n" << vars[k].grad() << "\nkept:\n" << kept.grads[k];
   }
 }
 

@@ -484,6 +484,34 @@ TEST(ScanCapture, TheMemoryReportSaysWhichPathRan) {
   EXPECT_NE(report.to_string().find("captured"), std::string::npos);
 }
 
+// On a full tape, a captured step keeps no buffer that no backward rule reads: each step's
+// product with h (only the gates' sums read it) and the input product over every step (read
+// by rows, then sums). Recorded, the same loop holds both. The bytes held go down by their
+// size, and the values and gradients are those of the recorded loop (the cells' tests above).
+TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
+  const CellCase c = cells()[0];  // lstm_merged: a [B, 4H] product per step, a [T, B, 4H] one before
+  auto bytes_of = [](const MemoryReport& report, const std::string& op) {
+    for (const OpMemory& m : report.ops)
+      if (m.name == op) return m.bytes;
+    return std::size_t{0};
+  };
+  MemoryReport reports[2];
+  for (const Capture capture : {Capture::off, Capture::required}) {
+    Tape tape;
+    const CellInputs in = make_inputs(tape, c);
+    const ScanResult r = scan_cell(c, in, capture);
+    reports[capture == Capture::required] = tape.memory_report();
+    tape.backward(sum(r[0]));  // and backward runs on what is left
+    EXPECT_TRUE(in.params[1].grad().defined());
+  }
+  const std::size_t per_step = kB * 4 * kH * sizeof(double), sequence = kT * per_step;
+  EXPECT_GE(bytes_of(reports[0], "matmul"), kT * 2 * per_step);  // recorded: two products per step
+  EXPECT_EQ(bytes_of(reports[1], "scan_step_matmul"), 0u);
+  EXPECT_EQ(bytes_of(reports[1], "matmul"), 0u);  // the pushed-out x W, [T, B, 4H]
+  EXPECT_LE(reports[1].held_bytes + (kT - 2) * per_step + sequence, reports[0].held_bytes)
+      << "captured:\n" << reports[1].to_string() << "\nrecorded:\n" << reports[0].to_string();
+}
+
 // A Shared updated by the step (Theano's updates) is read at the next step as its update.
 TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
   Shared total(zeros({2}, f64), "total");

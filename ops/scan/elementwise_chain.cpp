@@ -48,11 +48,30 @@ std::int64_t block_size(std::int64_t total, std::int64_t period) {
   return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
 }
 
+// Which slots the backward reads: the operands of mul, the divisor of div, relu's operand.
+// A sum's operands it does not read (a captured loop drops such an input's buffer).
+Flags slots_read_by_backward(const ChainProgram& p) {
+  Flags read(p.slots.size(), 0);
+  auto mark = [&](const ChainOperand& o) {
+    if (o.is_input) read[o.index] = 1;
+  };
+  for (const ChainInstruction& in : p.code) {
+    if (in.code == ChainCode::mul) mark(in.a);
+    if (in.code == ChainCode::mul || in.code == ChainCode::div) mark(in.b);
+    if (in.code == ChainCode::relu) mark(in.a);
+  }
+  return read;
+}
+
 // The inputs of a chain as each block reads them, and its instructions run over a block.
+// With `read` (backward), only the slots it flags are read: the others give nullptr.
 template <class T>
 class ChainBlocks {
  public:
-  ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs) : p_(p), inputs_(inputs) {
+  ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs, const Flags* read = nullptr)
+      : p_(p), inputs_(inputs), skipped_(p.slots.size(), 0) {
+    if (read)
+      for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
     total_ = numel(p.shape);
     width_ = p.shape.empty() ? 1 : p.shape.back();
     period_ = 1;
@@ -68,12 +87,12 @@ class ChainBlocks {
     gathered_.assign(p.slots.size(), 0);
     std::size_t copies = 0;
     for (std::size_t j = 0; j < p.slots.size(); ++j)
-      copies += p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_;
+      copies += !skipped_[j] && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
     T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
     for (std::size_t j = 0; j < p.slots.size(); ++j) {
       const ChainSlot& slot = p.slots[j];
       const Tensor& in = inputs[slot.input];
-      if (slot.column < 0 && in.numel() == total_) continue;
+      if (skipped_[j] || (slot.column < 0 && in.numel() == total_)) continue;
       T* own = own_[j] = next;
       next += block_;
       const T* x = in.data<T>();
@@ -119,6 +138,7 @@ class ChainBlocks {
   template <class Values>
   const T* operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
     if (!o.is_input) return values(o.index);
+    if (skipped_[o.index]) return nullptr;
     if (!own_[o.index]) return inputs_[p_.slots[o.index].input].data<T>() + begin;
     return own_[o.index];
   }
@@ -152,6 +172,7 @@ class ChainBlocks {
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
   boost::container::small_vector<T*, 32> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
   Flags gathered_;                               // per slot: its columns are gathered for each block
+  Flags skipped_;                                // per slot: not read (backward, a sum's operand)
 };
 
 // r = c (first contribution) or r += c, over n elements.
@@ -203,7 +224,8 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
 template <class T>
 Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
                              std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
-  ChainBlocks<T> blocks(p, inputs);
+  const Flags read = slots_read_by_backward(p);
+  ChainBlocks<T> blocks(p, inputs, &read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
@@ -351,6 +373,15 @@ struct ElementwiseChain {
       ops.append(op.name());
     }
     return {{"ops", ops}, {"outputs", ints_attribute(program->outputs)}};
+  }
+  // The outputs it saved, and the inputs whose slots its rules read (all of them when it
+  // has to run forward again first: recorded without gradients, or released).
+  bool backward_reads(std::size_t which) const {
+    if (which == recur::detail::kBackwardOutput || outputs.empty()) return true;
+    const Flags read = slots_read_by_backward(*program);
+    for (std::size_t j = 0; j < read.size(); ++j)
+      if (read[j] && program->slots[j].input == which) return true;
+    return false;
   }
   Grads<Tensor> saved_tensors() const {
     Grads<Tensor> held(outputs.begin(), outputs.end());

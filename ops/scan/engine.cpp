@@ -70,6 +70,7 @@ class Run final : private detail::LoopState {
     const Trial trial = try_capture(policy, iteration_begin);
     if (trial.capture.captured)  // the trial's iterations are gone: a new policy from the new base
       policy = detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
+    drop_unread_ = trial.capture.captured && recording && policy->full_tape();
     std::int64_t t = trial.kept;
     for (; !trial.stopped && t < steps_; ++t) {
       iteration_begin.push_back(tape_.size());
@@ -81,6 +82,7 @@ class Run final : private detail::LoopState {
       }
     }
     policy->loop_ended(*this, t);
+    if (drop_unread_) drop_unread_before_steps();
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin. With
       // lengths each element's own last k steps may begin earlier (the mask gates the rest).
@@ -198,6 +200,7 @@ class Run final : private detail::LoopState {
   bool replay(std::int64_t t) {
     collect_args(t);
     StepResult r = replay_->run(std::span<const Var>(args_.data(), args_.size()), t, scope_);
+    if (drop_unread_) replay_->drop_unread();
     return take_result(t, r);
   }
 
@@ -316,6 +319,7 @@ class Run final : private detail::LoopState {
     iteration_begin.clear();
     detail::RewriteCounts counts;
     program_ = detail::rewrite(tape_, *programs[1], rewrite_context(), &counts);
+    before_steps_ = mark;
     replay_.emplace(tape_, *program_);
     base_ = tape_.size();  // what the steps share stays before the loop's steps
     return {0, false,
@@ -431,6 +435,19 @@ class Run final : private detail::LoopState {
                        "; it must be a single value");
   }
 
+
+  // The values the rewrite made before the steps (the input products over every step) whose
+  // elements no rule reads, once every step has read its row: their buffers go. Not one
+  // the step returns as it is (a loop-invariant output).
+  void drop_unread_before_steps() {
+    std::vector<detail::ValueRef> returned = program_->outputs;
+    for (const auto& u : program_->updates) returned.push_back(u.second);
+    for (std::uint32_t id = before_steps_; id < base_; ++id) {
+      const detail::ValueRef outer{detail::ValueRef::Kind::outer, id, 0};
+      if (std::find(returned.begin(), returned.end(), outer) == returned.end() && detail::unread_by_backward(tape_, id))
+        TapeAccess::drop_unread_value(tape_, id);
+    }
+  }
 
   // ---- what the memory policy asks (memory_policy_detail.hpp) ----------------------------
   std::vector<std::uint32_t> live_nodes() const override {
@@ -571,6 +588,10 @@ class Run final : private detail::LoopState {
   std::optional<LengthMask> mask_;  // per-element lengths, when given
   std::optional<detail::StepProgram> program_;  // the captured step, when it was captured
   std::optional<detail::StepReplay> replay_;
+  // A captured loop on a full tape drops the buffers no backward rule reads (StepReplay::
+  // drop_unread); the values its rewrite made before the steps begin at before_steps_.
+  bool drop_unread_ = false;
+  std::uint32_t before_steps_ = 0;
 };
 
 }  // namespace

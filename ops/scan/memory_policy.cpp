@@ -24,6 +24,7 @@ class FullTape final : public MemoryPolicy {
   void iteration_recorded(LoopState&, std::int64_t, bool) override {}
   void loop_ended(LoopState&, std::int64_t) override {}
   bool releases() const override { return false; }
+  bool full_tape() const override { return true; }
   std::string text() const override { return "full tape"; }
 };
 

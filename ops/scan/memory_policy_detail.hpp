@@ -43,6 +43,9 @@ class MemoryPolicy {
   virtual void loop_ended(LoopState& loop, std::int64_t steps) = 0;
   // Values were released: the stacked outputs take the released nodes' place.
   virtual bool releases() const = 0;
+  // Every value stays where backward finds it (nothing is released or replayed): a captured
+  // step may drop the buffers no rule reads (StepReplay::drop_unread).
+  virtual bool full_tape() const { return false; }
   // The memory report's words for it: "full tape", "every_k(4)", "snapshots(3)", ...
   virtual std::string text() const = 0;
 };

@@ -221,6 +221,63 @@ StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), pr
     first_value_.push_back(next);
     next += op.outputs;
   }
+  // Who reads what: an op's first output when the op has no others, and rows.
+  auto readers_of = [&](const ValueRef& r) -> std::vector<std::pair<std::uint32_t, std::uint32_t>>& {
+    for (auto& [value, readers] : readers_)
+      if (value == r) return readers;
+    return readers_.emplace_back(r, std::vector<std::pair<std::uint32_t, std::uint32_t>>{}).second;
+  };
+  for (std::uint32_t k = 0; k < program.ops.size(); ++k)
+    if (program.ops[k].outputs == 1) readers_of({ValueRef::Kind::local, k, 0});
+  for (std::uint32_t k = 0; k < program.ops.size(); ++k)
+    for (std::uint32_t s = 0; s < program.ops[k].inputs.size(); ++s) {
+      const ValueRef& in = program.ops[k].inputs[s];
+      if (in.kind == ValueRef::Kind::row || (in.kind == ValueRef::Kind::local && program.ops[in.index].outputs == 1))
+        readers_of(in).emplace_back(k, s);
+    }
+  returned_ = program.outputs;
+  for (const auto& u : program.updates) returned_.push_back(u.second);
+  for (const auto& u : program.implicit_updates) returned_.push_back(u.second);
+}
+
+bool StepReplay::read_by_backward(const ValueRef& r, std::uint32_t id) const {
+  const recur::detail::OpBox& op = TapeAccess::node(tape_, id).op;
+  if (!op || op.backward_reads(recur::detail::kBackwardOutput)) return true;  // no op: nothing to replay it
+  for (const auto& [value, readers] : readers_) {
+    if (!(value == r)) continue;
+    for (const auto& [k, s] : readers) {
+      const recur::detail::OpBox& reader = TapeAccess::node(tape_, values_[first_value_[k]].id()).op;
+      if (reader && reader.backward_reads(s)) return true;
+    }
+  }
+  return false;
+}
+
+void StepReplay::drop_unread() {
+  for (const auto& [value, readers] : readers_) {
+    if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) continue;
+    std::uint32_t id = 0;
+    if (value.kind == ValueRef::Kind::local) {
+      id = values_[first_value_[value.index]].id();
+    } else {
+      const auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.first == value.index; });
+      if (row == rows_.end()) continue;
+      id = row->second.id();
+    }
+    if (!read_by_backward(value, id)) TapeAccess::drop_unread_value(tape_, id);
+  }
+}
+
+bool unread_by_backward(const Tape& tape, std::uint32_t id) {
+  const recur::detail::OpBox& op = TapeAccess::node(tape, id).op;
+  if (!op || op.backward_reads(recur::detail::kBackwardOutput)) return false;
+  for (std::uint32_t j = id + 1; j < tape.size(); ++j) {
+    const recur::detail::Node& n = TapeAccess::node(tape, j);
+    if (!n.op) continue;
+    for (std::size_t s = 0; s < n.inputs.size(); ++s)
+      if (n.inputs[s] == id && n.op.backward_reads(s)) return false;
+  }
+  return true;
 }
 
 Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t) {

@@ -99,9 +99,15 @@ class StepReplay {
  public:
   StepReplay(Tape& tape, const StepProgram& program);
   StepResult run(std::span<const Var> args, std::int64_t t, RecordingScope& scope);
+  // After run: drops the buffers of the step's values that no backward rule reads (a product
+  // only a sum reads, a row of an input product): TapeAccess::drop_unread_value. Not the
+  // values the step returns or updates with.
+  void drop_unread();
 
  private:
   Var resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t);
+  // Whether a backward rule reads value `r`: its own op's, or a reader's (after run).
+  bool read_by_backward(const ValueRef& r, std::uint32_t id) const;
 
   Tape& tape_;
   const StepProgram& program_;
@@ -110,6 +116,15 @@ class StepReplay {
   std::vector<Var> values_;
   std::vector<Var> shared_reads_;
   std::vector<std::pair<std::uint32_t, Var>> rows_;  // this step's rows of precomputed nodes
+  // Per value the program makes (ops' first outputs and rows): the (op, input) pairs that
+  // read it; and whether the step returns it (or updates a Shared with it).
+  std::vector<std::pair<ValueRef, std::vector<std::pair<std::uint32_t, std::uint32_t>>>> readers_;
+  std::vector<ValueRef> returned_;
 };
+
+// Whether no backward rule reads op node `id`'s elements: neither its own op's nor that of
+// any later node that takes it as an input (a loop's products over every step, once the
+// steps are recorded: each step's row of them is dropped already).
+bool unread_by_backward(const Tape& tape, std::uint32_t id);
 
 }  // namespace recur::scan_engine::detail

@@ -59,6 +59,7 @@ struct StepMatmul {
   bool transpose_w = false;
   std::shared_ptr<WeightGradRows> rows;
   OpAttributes attributes() const { return {{"transpose_w", transpose_w}}; }
+  bool backward_reads(std::size_t which) const { return which != recur::detail::kBackwardOutput; }
   Tensor forward(const Tensor& h, const Tensor& w) const { return matmul_t(h, w, false, transpose_w); }
   // dh = g W^T (W^T transposed back: g W); dW through the rows in plain backward, else
   // h^T g (g^T h when transposed), as matmul's rule.
