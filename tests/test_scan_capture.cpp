@@ -488,6 +488,8 @@ TEST(ScanCapture, TheMemoryReportSaysWhichPathRan) {
 // product with h (only the gates' sums read it) and the input product over every step (read
 // by rows, then sums). Recorded, the same loop holds both. The bytes held go down by their
 // size, and the values and gradients are those of the recorded loop (the cells' tests above).
+// The chain of the gates keeps the five values its rules read (i, f, g, o and tanh c'), not
+// h' and c', which live in the stacked outputs.
 TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
   const CellCase c = cells()[0];  // lstm_merged: a [B, 4H] product per step, a [T, B, 4H] one before
   auto bytes_of = [](const MemoryReport& report, const std::string& op) {
@@ -508,6 +510,7 @@ TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
   EXPECT_GE(bytes_of(reports[0], "matmul"), kT * 2 * per_step);  // recorded: two products per step
   EXPECT_EQ(bytes_of(reports[1], "scan_step_matmul"), 0u);
   EXPECT_EQ(bytes_of(reports[1], "matmul"), 0u);  // the pushed-out x W, [T, B, 4H]
+  EXPECT_EQ(bytes_of(reports[1], "scan_elementwise_chain"), kT * 5 * kB * kH * sizeof(double));
   EXPECT_LE(reports[1].held_bytes + (kT - 2) * per_step + sequence, reports[0].held_bytes)
       << "captured:\n" << reports[1].to_string() << "\nrecorded:\n" << reports[0].to_string();
 }

@@ -346,13 +346,16 @@ std::vector<std::uint8_t> read_by_backward(const ChainProgram& p) {
 struct ElementwiseChain {
   static constexpr std::string_view name = "scan_elementwise_chain";
   std::shared_ptr<const ChainProgram> program;
-  // From the last forward with gradients on, what backward reads: the values that stay
-  // inside the chain and that backward reads ([instructions, elements], a row each) and the
-  // outputs. And the outputs after the first, for more_outputs().
+  explicit ElementwiseChain(std::shared_ptr<const ChainProgram> p) : program(std::move(p)) {}
+  // From the last forward with gradients on (`saved`), what backward reads: the values that
+  // stay inside the chain ([instructions, elements], a row each) and the outputs it reads
+  // (undefined where it does not: the node holds those, and a loop may point the node at
+  // its stacked copy). And the outputs after the first, for more_outputs().
   mutable Tensor inner;
   mutable std::vector<Tensor> outputs, more;
+  mutable bool saved = false;
 
-  ElementwiseChain fresh_copy() const { return {program, {}, {}, {}}; }
+  ElementwiseChain fresh_copy() const { return ElementwiseChain(program); }
 
   // Where instruction k's values are: its output's buffer, its row of `inner`, or nowhere
   // (nullptr: backward does not read them).
@@ -360,7 +363,8 @@ struct ElementwiseChain {
   boost::container::small_vector<T*, 32> value_rows() const {
     const ChainProgram& p = *program;
     boost::container::small_vector<T*, 32> rows(p.code.size(), nullptr);
-    for (std::size_t o = 0; o < p.outputs.size(); ++o) rows[p.outputs[o]] = outputs[o].template data<T>();
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+      if (outputs[o].defined()) rows[p.outputs[o]] = outputs[o].template data<T>();
     std::int64_t row = 0;
     for (std::size_t k : p.kept) rows[k] = inner.template data<T>() + row++ * numel(p.shape);
     return rows;
@@ -377,20 +381,23 @@ struct ElementwiseChain {
   // The outputs it saved, and the inputs whose slots its rules read (all of them when it
   // has to run forward again first: recorded without gradients, or released).
   bool backward_reads(std::size_t which) const {
-    if (which == recur::detail::kBackwardOutput || outputs.empty()) return true;
+    if (which == recur::detail::kBackwardOutput || !saved) return true;
     const Flags read = slots_read_by_backward(*program);
     for (std::size_t j = 0; j < read.size(); ++j)
       if (read[j] && program->slots[j].input == which) return true;
     return false;
   }
   Grads<Tensor> saved_tensors() const {
-    Grads<Tensor> held(outputs.begin(), outputs.end());
+    Grads<Tensor> held;
+    for (const Tensor& o : outputs)
+      if (o.defined()) held.push_back(o);
     if (inner.defined()) held.push_back(inner);
     return held;
   }
   void drop_saved() const {
     inner = Tensor();
     outputs.clear();
+    saved = false;
   }
 
   // With gradients on, every value backward reads is written where it will read it (the
@@ -413,6 +420,9 @@ struct ElementwiseChain {
         blocks.each_block([&](std::int64_t begin, std::int64_t n) {
           blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(k); });
         });
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+          if (!p.outputs_read[o]) outputs[o] = Tensor();
+        saved = true;
         return;
       }
       drop_saved();
@@ -434,7 +444,7 @@ struct ElementwiseChain {
       for (std::size_t j = 0; j < a.inputs.size(); ++j) inputs.push_back(a.inputs[j]);
       for (std::size_t o = 1; o < program->outputs.size(); ++o)
         grads.push_back(o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Tensor());
-      if (outputs.empty()) {  // recorded without gradients, or released: make the values now
+      if (!saved) {  // recorded without gradients, or released: make the values now
         EnableGrad on;
         forward(std::span<const Tensor>(inputs.data(), inputs.size()));
       }
@@ -525,7 +535,9 @@ recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program)
   for (std::size_t k = 0; k < read.size(); ++k)
     if (read[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
       program->kept.push_back(static_cast<std::uint16_t>(k));
-  return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain{std::move(program), {}, {}, {}});
+  program->outputs_read.clear();
+  for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read[k]);
+  return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain(std::move(program)));
 }
 
 }  // namespace recur::scan_engine::detail

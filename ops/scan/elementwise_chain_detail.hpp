@@ -51,9 +51,10 @@ struct ChainProgram {
   Shape shape;                         // of every value in the chain
   // The ops the instructions stand for, one per instruction (create_graph records them).
   std::vector<recur::detail::OpBox> ops;
-  // The values the backward reads that are not outputs, kept by a forward with gradients
-  // (elementwise_chain_op fills it).
+  // The values the backward reads that are not outputs, kept by a forward with gradients,
+  // and per output whether the backward reads it (elementwise_chain_op fills both).
   std::vector<std::uint16_t> kept;
+  std::vector<std::uint8_t> outputs_read;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,

@@ -544,7 +544,9 @@ class Run final : private detail::LoopState {
     }
     std::vector<Var> values = o.values;
     if (s.reverse_stack) std::reverse(values.begin(), values.end());
-    if (!checkpointed || s.stack_axis != 0) return stack(std::span<const Var>(values), s.stack_axis);
+    // A checkpointed loop keeps each step's output for its replays, and a captured one for
+    // backward: they share the stacked copy. (A recorded full tape stacks with one op.)
+    if (!(checkpointed || replay_) || s.stack_axis != 0) return stack(std::span<const Var>(values), s.stack_axis);
     // stack() written out (unsqueeze each step's value, concat), because each step's value
     // now lives in the stacked result too: point the step's node, and the unsqueezed view
     // of it, at that copy, so the tape does not hold both.
