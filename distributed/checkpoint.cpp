@@ -253,6 +253,27 @@ std::int64_t extra_scalar(const TensorMap& members, const char* name, std::int64
   return found == members.end() || found->second.numel() != 1 ? otherwise : found->second.item<std::int64_t>();
 }
 
+// The number of streams of a checkpoint written with a StreamState; ResizeError when
+// `world` ranks cannot split them or its sampler's position, ValueError when it was not
+// written with a StreamState.
+std::int64_t check_mappable(const TensorMap& members, const std::filesystem::path& path, int world, std::string_view op) {
+  const std::int64_t saved = saved_world(members, path, op);
+  if (!has_streams(members))
+    fail<ValueError>(op, "'", path.string(), "' holds each rank's own state (written by save_checkpoint without a ",
+                     "StreamState on ", ranks(saved), "): load it without a StreamState, on ", ranks(saved));
+  const std::int64_t total = extra_scalar(members, kStreams, 0);
+  if (total % world != 0)
+    fail<ResizeError>(op, "'", path.string(), "' was written by ", ranks(saved), " and this job has ", ranks(world),
+                      ": its ", total, " streams cannot be split evenly between ", ranks(world),
+                      "; resume on a number of ranks that divides ", total);
+  const std::int64_t at = extra_scalar(members, kSamplerPosition, 0);
+  if (at % world != 0)
+    fail<ResizeError>(op, "'", path.string(), "' was written by ", ranks(saved), " and this job has ", ranks(world),
+                      ": its sampler is at example ", at, " of the epoch, which ", ranks(world),
+                      " cannot take from evenly; resume on a number of ranks that divides ", at);
+  return total;
+}
+
 // The file's "extra/distributed.stream_rng/<name>" rows each a state Generator accepts (so
 // that no rank fails to set one after rank 0 has loaded).
 void check_stream_rng(const TensorMap& members, const StreamState& streams, const std::filesystem::path& path,
@@ -291,6 +312,11 @@ void broadcast_scalars(const Communicator& comm, TrainingState& state, std::int6
 
 }  // namespace
 
+void check_resume(const std::filesystem::path& path, int world) {
+  if (world < 1) fail<ValueError>("distributed::check_resume", "a job of ", world, " ranks");
+  check_mappable(load_npz_map(path), path, world, "distributed::check_resume");
+}
+
 void save_checkpoint(const Communicator& comm, const std::filesystem::path& path, const TrainingState& state,
                      const StreamState& streams) {
   const char* op = "distributed::save_checkpoint";
@@ -323,20 +349,7 @@ void load_checkpoint(const Communicator& comm, const std::filesystem::path& path
   std::int64_t epoch = 0, position = 0;
   failing_alike(comm, op, comm.is_root(), [&] {
     const TensorMap members = load_npz_map(path);
-    const std::int64_t saved = saved_world(members, path, op);
-    if (!has_streams(members))
-      fail<ValueError>(op, "'", path.string(), "' holds each rank's own state (written by save_checkpoint without a ",
-                       "StreamState on ", ranks(saved), "): load it without a StreamState, on ", ranks(saved));
-    const std::int64_t total = extra_scalar(members, kStreams, 0);
-    if (total % world != 0)
-      fail<ResizeError>(op, "'", path.string(), "' was written by ", ranks(saved), " and this job has ", ranks(world),
-                        ": its ", total, " streams cannot be split evenly between ", ranks(world),
-                        "; resume on a number of ranks that divides ", total);
-    const std::int64_t at = extra_scalar(members, kSamplerPosition, 0);
-    if (at % world != 0)
-      fail<ResizeError>(op, "'", path.string(), "' was written by ", ranks(saved), " and this job has ", ranks(world),
-                        ": its sampler is at example ", at, " of the epoch, which ", ranks(world),
-                        " cannot take from evenly; resume on a number of ranks that divides ", at);
+    const std::int64_t total = check_mappable(members, path, world, op);
     if (total != streams.streams)
       fail<ValueError>(op, "'", path.string(), "' holds ", total, " streams but the StreamState has ", streams.streams);
     if (streams.sampler) {

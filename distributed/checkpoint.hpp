@@ -72,6 +72,11 @@ void save_checkpoint(const Communicator& comm, const std::filesystem::path& path
                      const StreamState& streams);
 void load_checkpoint(const Communicator& comm, const std::filesystem::path& path, TrainingState& state,
                      StreamState& streams);
+// Whether the checkpoint at `path`, written with a StreamState, resumes on `world` ranks,
+// from the file alone and without MPI (a launcher can ask before it picks mpirun -np):
+// the ResizeError load_checkpoint would throw when it cannot, ValueError when the file was
+// not written with a StreamState (or world < 1), IOError when it cannot be read.
+void check_resume(const std::filesystem::path& path, int world);
 
 // The per-rank form: extra and generators are each rank's own (its streams' carried state,
 // its random streams), gathered to rank 0 and saved as "extra/rank<r>/<name>" and

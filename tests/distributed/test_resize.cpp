@@ -350,8 +350,12 @@ TEST(Resize, StreamsThatDoNotSplitAreAResizeErrorOnEveryRankNamingBothSizes) {
   for (const char* part : {"written by 1 rank and this job has 2 ranks", "sampler is at example 3"})
     EXPECT_NE(position.find(part), std::string::npos) << position;
   mine.expect_unchanged(comm);
-  // A ValueError to code that catches those.
+  // A ValueError to code that catches those; asked without MPI, the same answer.
   EXPECT_THROW(load_checkpoint(comm, three, mine.state, streams), ValueError);
+  EXPECT_THROW(check_resume(three, 2), ResizeError);
+  EXPECT_NO_THROW(check_resume(three, 3));
+  EXPECT_THROW(check_resume(odd, 2), ResizeError);
+  EXPECT_NO_THROW(check_resume(odd, 3));
 
   // The two forms do not read each other's files.
   const std::string per_rank = thrown<ValueError>([&] { load_checkpoint(comm, three, mine.state); });
