@@ -73,8 +73,15 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
   const std::int64_t total = per_rank_ * world_;
   for (std::int64_t i = dataset_size_; i < total; ++i) order.push_back(order[static_cast<std::size_t>(i % dataset_size_)]);
   std::vector<std::int64_t> mine;
-  for (std::int64_t i = rank_; i < total; i += world_) mine.push_back(order[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = position_ + rank_; i < total; i += world_) mine.push_back(order[static_cast<std::size_t>(i)]);
   return mine;
+}
+
+void DistributedSampler::set_position(std::int64_t position) {
+  if (position < 0 || position % world_ != 0)
+    fail<ValueError>("DistributedSampler::set_position", "position ", position,
+                     " is not a multiple of the world size ", world_, " (the examples all ranks together have taken)");
+  position_ = position;
 }
 
 }  // namespace recur::distributed

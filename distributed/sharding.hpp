@@ -13,6 +13,11 @@
 // takes positions r, r + p, r + 2p, ... of it. So batch i of every rank together is the
 // slice [i*B*p, (i+1)*B*p) of that permutation: what one process with batch B*p would take
 // with DistributedSampler(n, 0, 1).
+//
+// The sampler's position in the epoch counts the examples all ranks together have taken
+// (a position in the epoch's permutation), so it means the same on any number of ranks: a
+// job resumed on M ranks (distributed/checkpoint.hpp's StreamState) takes the rest of the
+// permutation from there, rank r positions position + r, position + r + M, ...
 #include <cstdint>
 #include <vector>
 
@@ -45,11 +50,21 @@ class DistributedSampler {
   DistributedSampler(std::int64_t dataset_size, int rank, int world, SamplerOptions options = {});
   DistributedSampler(std::int64_t dataset_size, const Communicator& comm, SamplerOptions options = {});
 
-  void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
+  // Starts `epoch` at its beginning (position 0).
+  void set_epoch(std::int64_t epoch) { epoch_ = epoch, position_ = 0; }
   std::int64_t epoch() const { return epoch_; }
-  // Indices per rank per epoch.
+  // How many examples of the epoch's permutation the ranks together have taken: after k
+  // batches of b per rank, k * b * world. ValueError unless 0 <= position and it is a
+  // multiple of the world size (each rank's share starts at one of its own positions).
+  void set_position(std::int64_t position);
+  std::int64_t position() const { return position_; }
+  // Indices per rank per epoch (from position 0).
   std::int64_t size() const { return per_rank_; }
-  // This rank's indices for the current epoch, in the order to visit them.
+  std::int64_t dataset_size() const { return dataset_size_; }
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  // This rank's indices for the rest of the current epoch (from position() on), in the
+  // order to visit them.
   std::vector<std::int64_t> indices() const;
 
  private:
@@ -58,6 +73,7 @@ class DistributedSampler {
   SamplerOptions options_;
   std::int64_t per_rank_ = 0;
   std::int64_t epoch_ = 0;
+  std::int64_t position_ = 0;
 };
 
 // A permutation of 0..n-1 drawn from Generator(seed): Fisher-Yates with unbiased bounded

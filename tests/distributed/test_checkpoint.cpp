@@ -1,7 +1,7 @@
 // Distributed checkpoints: a run stopped after 4 windows, saved by rank 0, loaded into
 // fresh objects and continued equals the uninterrupted run bit for bit (parameters, Adam's
 // state, every rank's carried LSTM state and its random stream); a checkpoint of another
-// world size is a clear ValueError on every rank.
+// world size is a clear ResizeError on every rank.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,12 +20,6 @@ namespace recur::distributed::testing {
 namespace {
 
 constexpr std::int64_t kK1 = 3, kWindows = 10, kStreamsPerRank = 2;
-
-// A path every rank agrees on (rank 0's process id), in the temporary directory.
-std::filesystem::path shared_path(const std::string& name) {
-  const double id = root_value(static_cast<double>(::getpid()));
-  return std::filesystem::temp_directory_path() / ("recur_distributed_" + std::to_string(static_cast<long>(id)) + "_" + name);
-}
 
 // One rank's training: the LSTM over its streams, inputs perturbed by noise from its own
 // generator (so the random state matters), state carried between windows.
@@ -132,7 +126,7 @@ TEST(DistributedCheckpoint, AnotherWorldSizeIsAClearErrorOnEveryRank) {
   try {
     load_checkpoint(comm, path, state);
     ADD_FAILURE() << "no error";
-  } catch (const ValueError& e) {
+  } catch (const ResizeError& e) {
     EXPECT_NE(std::string(e.what()).find("was written by 1 ranks but this job has " + std::to_string(comm.size())),
               std::string::npos)
         << e.what();

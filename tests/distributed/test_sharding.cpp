@@ -57,5 +57,20 @@ TEST(DistributedSampler, RanksInterleaveOnePermutationAndPadFromItsStart) {
   EXPECT_THROW(DistributedSampler(5, 3, 3), ValueError);
 }
 
+TEST(DistributedSampler, APositionMeansTheSameOnAnyNumberOfRanks) {
+  DistributedSampler one(12, 0, 1, {.seed = 4});
+  const std::vector<std::int64_t> all = one.indices();
+  one.set_position(6);
+  EXPECT_EQ(one.indices(), std::vector<std::int64_t>(all.begin() + 6, all.end()));
+  for (int r = 0; r < 3; ++r) {
+    DistributedSampler s(12, r, 3, {.seed = 4});
+    s.set_position(6);  // two of each rank's four taken
+    EXPECT_EQ(s.indices(), (std::vector<std::int64_t>{all[static_cast<std::size_t>(6 + r)], all[static_cast<std::size_t>(9 + r)]}));
+    s.set_epoch(1);
+    EXPECT_EQ(s.position(), 0);
+    EXPECT_THROW(s.set_position(4), ValueError);  // not a multiple of 3
+  }
+}
+
 }  // namespace
 }  // namespace recur::distributed::testing
