@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then packages+=(libonnx-testdata); fi
 # The test command also builds the loaders' libFuzzer harnesses, which need clang, and the
 # API reference, which needs doxygen.
 if [[ "${1:-}" == "--test" ]]; then packages+=(clang libclang-rt-14-dev doxygen); fi
+# It also builds a consumer with a plain Makefile through pkg-config.
+if [[ "${1:-}" == "--test" ]]; then packages+=(make pkgconf); fi
 if [[ "${1:-}" == "--bench" ]]; then packages+=(libtorch-dev libdnnl-dev); fi
 missing=()
 for p in "${packages[@]}"; do

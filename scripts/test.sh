@@ -6,7 +6,9 @@
 #     code blocks only in step 1),
 #  3. build the thread tests under ThreadSanitizer and run them,
 #  4. install recur, check that the package is relocatable, and build a tiny consumer
-#     project with find_package(recur) from the moved install (recur::distributed on 2 ranks).
+#     project with find_package(recur) from the moved install (recur::distributed on 2 ranks),
+#     one with a Makefile through pkg-config, and one that builds recur as its subproject
+#     (FetchContent, add_subdirectory).
 # Every build is -Wall -Wextra with -Werror (RECUR_WERROR): GCC for steps 1-3, Clang for
 # the fuzz build at the end, so a new warning under either compiler fails CI.
 set -euo pipefail
@@ -91,6 +93,22 @@ if [[ -x build-consumer/recur_distributed_consumer ]]; then
 fi
 if [[ -x build-consumer/recur_onnx_consumer ]]; then ./build-consumer/recur_onnx_consumer; fi
 if [[ -x build-consumer/recur_onnx_export_consumer ]]; then (cd build-consumer && ./recur_onnx_export_consumer); fi
+
+echo "== pkg-config from the moved install, with a plain Makefile"
+rm -rf build-consumer-pc && mkdir -p build-consumer-pc
+PKG_CONFIG_PATH="$PWD/build/relocated/lib/pkgconfig" make -C tests/consumer_pkgconfig OUT="$PWD/build-consumer-pc"
+./build-consumer-pc/recur_pkgconfig_consumer
+
+echo "== recur as a subproject: FetchContent from this checkout, then add_subdirectory"
+# Both build recur's library again (in the same place under each build directory, so the
+# second hits the first one's ccache); neither builds recur's tests, examples or bench.
+for how in fetch subdirectory; do
+  rm -rf "build-consumer-$how"
+  cmake -S tests/consumer_subproject -B "build-consumer-$how" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DRECUR_CONSUMER_HOW="$how" -DRECUR_SOURCE="$PWD"
+  cmake --build "build-consumer-$how" -j"$jobs" --target recur_subproject_consumer
+  "./build-consumer-$how/recur_subproject_consumer"
+done
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
 echo "== libFuzzer: the .npy, .npz, checkpoint and ONNX loaders (ONNX twice: bytes, then models), 10 s each"

@@ -14,6 +14,6 @@ int main() {
       std::cerr << "consumer: wrong gradient at " << i << ": " << g.at({i}) << "\n";
       return 1;
     }
-  std::cout << "consumer: find_package(recur) works, gradient of sum(x*x) is 2x\n";
+  std::cout << "consumer: recur links and computes, the gradient of sum(x*x) is 2x\n";
   return 0;
 }
