@@ -1,9 +1,9 @@
-// The cells' elementwise kernels compiled for AVX2 against the portable ones
+// The cells' elementwise kernels compiled for AVX2 and AVX-512 against the portable ones
 // (ops/kernels/cell_kernel_choice_detail.hpp), in the same run: one LSTM step's elementwise
 // forward and backward over the L configuration's rows (B64 H1024, what runs between the
 // per-step products), and whole LSTM and GRU training steps of the RNN suite's M
-// configuration with each table, paired (bench::paired_ratio: portable time / AVX2 time).
-// Without an AVX2 table on this build or CPU the AVX2 benchmarks report an error.
+// configuration with two tables, paired (bench::paired_ratio: first time / second time).
+// Without a table on this build or CPU its benchmarks report an error.
 #include <vector>
 
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
@@ -57,27 +57,32 @@ void lstm_rows(benchmark::State& state, KernelIsa isa) {
   for (auto _ : state) rows.run(*table);
 }
 
-void layer_paired(benchmark::State& state, bench::rnn::Cell cell) {
-  if (!kernels_for<float>(KernelIsa::avx2)) return state.SkipWithError("no AVX2 kernel table on this build or CPU");
+// A layer's training step at M on table `a` and on table `b`, paired (ratio b / a).
+void layer_paired(benchmark::State& state, bench::rnn::Cell cell, KernelIsa a, KernelIsa b) {
+  if (!kernels_for<float>(a) || !kernels_for<float>(b))
+    return state.SkipWithError("no such kernel table on this build or CPU");
   const bench::RecurRnnStep model(cell, bench::rnn::kConfigs[1]);  // M
-  bench::paired_ratio(
-      state,
-      [&] {
-        const ScopedKernelIsa use(KernelIsa::portable);
-        model.step();
-      },
-      [&] {
-        const ScopedKernelIsa use(KernelIsa::avx2);
-        model.step();
-      });
+  auto on = [&](KernelIsa isa) {
+    return [&model, isa] {
+      const ScopedKernelIsa use(isa);
+      model.step();
+    };
+  };
+  bench::paired_ratio(state, on(a), on(b));
 }
 
 BENCHMARK_CAPTURE(lstm_rows, portable, KernelIsa::portable)
     ->Name("cell_kernels/lstm_step_B64_H1024/portable")->UseRealTime();
 BENCHMARK_CAPTURE(lstm_rows, avx2, KernelIsa::avx2)->Name("cell_kernels/lstm_step_B64_H1024/avx2")->UseRealTime();
-BENCHMARK_CAPTURE(layer_paired, lstm, bench::rnn::Cell::lstm)
+BENCHMARK_CAPTURE(lstm_rows, avx512, KernelIsa::avx512)
+    ->Name("cell_kernels/lstm_step_B64_H1024/avx512")->UseRealTime();
+BENCHMARK_CAPTURE(layer_paired, lstm, bench::rnn::Cell::lstm, KernelIsa::portable, KernelIsa::avx2)
     ->Name("cell_kernels/lstm_M_paired_portable_with_avx2")->UseRealTime();
-BENCHMARK_CAPTURE(layer_paired, gru, bench::rnn::Cell::gru)
+BENCHMARK_CAPTURE(layer_paired, gru, bench::rnn::Cell::gru, KernelIsa::portable, KernelIsa::avx2)
     ->Name("cell_kernels/gru_M_paired_portable_with_avx2")->UseRealTime();
+BENCHMARK_CAPTURE(layer_paired, lstm, bench::rnn::Cell::lstm, KernelIsa::avx2, KernelIsa::avx512)
+    ->Name("cell_kernels/lstm_M_paired_avx2_with_avx512")->UseRealTime();
+BENCHMARK_CAPTURE(layer_paired, gru, bench::rnn::Cell::gru, KernelIsa::avx2, KernelIsa::avx512)
+    ->Name("cell_kernels/gru_M_paired_avx2_with_avx512")->UseRealTime();
 
 }  // namespace

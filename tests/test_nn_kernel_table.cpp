@@ -2,8 +2,8 @@
 // table this CPU runs gives the portable table's bits, on rows that end mid-vector and on
 // values from the saturated tails, NaN and infinity included; whole fused layers (LSTM,
 // both GRU forms, RNN) give the same outputs and gradients bit for bit whichever table
-// runs; the table in use is the fastest one unless RECUR_CPU_KERNELS says otherwise (a
-// ctest entry runs these tests once more with it set to portable).
+// runs; the table in use is the widest one unless RECUR_CPU_KERNELS says otherwise (ctest
+// entries run these tests once more with it set to portable, avx2 and an unknown value).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,14 +20,19 @@
 namespace recur::nn::detail {
 namespace {
 
-// Whether this build on this CPU must have the AVX2 table: an x86-64 CPU that runs AVX2.
-bool avx2_expected() {
+// Whether this build on this CPU must have the table of `isa`: an x86-64 CPU that runs it.
+bool expected(KernelIsa isa) {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2");
+  if (isa == KernelIsa::avx2) return __builtin_cpu_supports("avx2");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #else
   return false;
 #endif
 }
+
+constexpr KernelIsa kVectorIsas[] = {KernelIsa::avx2, KernelIsa::avx512};
+const char* name_of(KernelIsa isa) { return isa == KernelIsa::avx2 ? "AVX2" : isa == KernelIsa::avx512 ? "AVX-512" : "portable"; }
 
 template <class T>
 std::vector<T> random_row(std::int64_t n, std::mt19937& gen, double scale) {
@@ -117,19 +122,24 @@ void expect_table_matches_portable(const KernelTable<T>& k) {
   }
 }
 
-// On x86-64 the AVX2 table is built (CMakeLists.txt compiles its file with -mavx2): were the
-// flag lost, the comparisons below would skip, so this test fails instead.
-TEST(KernelTable, Avx2TableExistsWhereTheCpuRunsIt) {
-  if (!avx2_expected()) GTEST_SKIP() << "not an x86-64 CPU with AVX2";
-  EXPECT_NE(kernels_for<float>(KernelIsa::avx2), nullptr);
-  EXPECT_NE(kernels_for<double>(KernelIsa::avx2), nullptr);
+// On x86-64 the AVX2 and AVX-512 tables are built (CMakeLists.txt compiles their files with
+// those instruction sets): were a flag lost, the comparisons below would skip, so this test
+// fails instead. Each skips, saying so, where the CPU lacks its instruction set.
+void expect_table_where_the_cpu_runs_it(KernelIsa isa) {
+  if (!expected(isa)) GTEST_SKIP() << "not an x86-64 CPU with " << name_of(isa);
+  EXPECT_NE(kernels_for<float>(isa), nullptr);
+  EXPECT_NE(kernels_for<double>(isa), nullptr);
 }
+TEST(KernelTable, Avx2TableExistsWhereTheCpuRunsIt) { expect_table_where_the_cpu_runs_it(KernelIsa::avx2); }
+TEST(KernelTable, Avx512TableExistsWhereTheCpuRunsIt) { expect_table_where_the_cpu_runs_it(KernelIsa::avx512); }
 
-TEST(KernelTable, Avx2TableGivesThePortableBits) {
-  if (!kernels_for<float>(KernelIsa::avx2)) GTEST_SKIP() << "no AVX2 table on this build or CPU";
-  expect_table_matches_portable(*kernels_for<float>(KernelIsa::avx2));
-  expect_table_matches_portable(*kernels_for<double>(KernelIsa::avx2));
+void expect_portable_bits(KernelIsa isa) {
+  if (!kernels_for<float>(isa)) GTEST_SKIP() << "no " << name_of(isa) << " table on this build or CPU";
+  expect_table_matches_portable(*kernels_for<float>(isa));
+  expect_table_matches_portable(*kernels_for<double>(isa));
 }
+TEST(KernelTable, Avx2TableGivesThePortableBits) { expect_portable_bits(KernelIsa::avx2); }
+TEST(KernelTable, Avx512TableGivesThePortableBits) { expect_portable_bits(KernelIsa::avx512); }
 
 // The check above can fail: a table whose tanh differs in one element is caught.
 TEST(KernelTable, ComparisonSeesADifferentKernel) {
@@ -144,15 +154,23 @@ TEST(KernelTable, ComparisonSeesADifferentKernel) {
 
 TEST(KernelTable, ChoiceFollowsTheCpuAndTheEnvironment) {
   const char* env = std::getenv("RECUR_CPU_KERNELS");
-  const bool forced = env && std::string_view(env) != "auto" && std::string_view(env) != "avx2";
-  const bool avx2 = kernels_for<float>(KernelIsa::avx2) != nullptr;
-  EXPECT_EQ(kernel_isa(), forced || !avx2 ? KernelIsa::portable : KernelIsa::avx2);
+  const std::string_view wanted = env ? env : "auto";
+  auto has = [](KernelIsa isa) { return kernels_for<float>(isa) != nullptr; };
+  // auto: the widest table there is; a named one where it is there; else portable.
+  KernelIsa want = KernelIsa::portable;
+  if (wanted == "auto") want = has(KernelIsa::avx512) ? KernelIsa::avx512 : has(KernelIsa::avx2) ? KernelIsa::avx2 : want;
+  if (wanted == "avx2" && has(KernelIsa::avx2)) want = KernelIsa::avx2;
+  if (wanted == "avx512" && has(KernelIsa::avx512)) want = KernelIsa::avx512;
+  EXPECT_EQ(kernel_isa(), want) << "RECUR_CPU_KERNELS=" << wanted;
   EXPECT_EQ(&kernels<float>(), kernels_for<float>(kernel_isa()));
   EXPECT_TRUE(use_kernel_isa(KernelIsa::portable));
   EXPECT_EQ(kernel_isa(), KernelIsa::portable);
-  EXPECT_EQ(use_kernel_isa(KernelIsa::avx2), avx2);
-  EXPECT_EQ(kernel_isa(), avx2 ? KernelIsa::avx2 : KernelIsa::portable);
-  use_kernel_isa(forced || !avx2 ? KernelIsa::portable : KernelIsa::avx2);
+  for (KernelIsa isa : kVectorIsas) {
+    EXPECT_EQ(use_kernel_isa(isa), has(isa));
+    EXPECT_EQ(kernel_isa(), has(isa) ? isa : KernelIsa::portable);
+    use_kernel_isa(KernelIsa::portable);
+  }
+  use_kernel_isa(want);
 }
 
 struct LayerRun {
@@ -187,8 +205,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-TEST(KernelTable, FusedLayersGiveTheSameBitsOnEveryTable) {
-  if (!kernels_for<float>(KernelIsa::avx2)) GTEST_SKIP() << "no AVX2 table on this build or CPU";
+void expect_layers_give_the_portable_bits(KernelIsa isa) {
+  if (!kernels_for<float>(isa)) GTEST_SKIP() << "no " << name_of(isa) << " table on this build or CPU";
   struct Layer {
     CellKind kind;
     bool linear_before_reset;
@@ -196,22 +214,26 @@ TEST(KernelTable, FusedLayersGiveTheSameBitsOnEveryTable) {
   for (DType dtype : {DType::float32, DType::float64})
     for (Layer l : {Layer{CellKind::lstm, true}, Layer{CellKind::gru, true}, Layer{CellKind::gru, false},
                     Layer{CellKind::rnn, true}}) {
-      LayerRun portable, avx2;
+      LayerRun portable, vector;
       {
         const ScopedKernelIsa use(KernelIsa::portable);
         ASSERT_TRUE(use.switched());
         portable = run_layer(l.kind, l.linear_before_reset, dtype);
       }
       {
-        const ScopedKernelIsa use(KernelIsa::avx2);
+        const ScopedKernelIsa use(isa);
         ASSERT_TRUE(use.switched());
-        avx2 = run_layer(l.kind, l.linear_before_reset, dtype);
+        vector = run_layer(l.kind, l.linear_before_reset, dtype);
       }
-      EXPECT_TRUE(same_bits(portable.out, avx2.out));
-      ASSERT_EQ(portable.grads.size(), avx2.grads.size());
+      EXPECT_TRUE(same_bits(portable.out, vector.out)) << name_of(isa);
+      ASSERT_EQ(portable.grads.size(), vector.grads.size());
       for (std::size_t i = 0; i < portable.grads.size(); ++i)
-        EXPECT_TRUE(same_bits(portable.grads[i], avx2.grads[i])) << "gradient " << i;
+        EXPECT_TRUE(same_bits(portable.grads[i], vector.grads[i])) << name_of(isa) << " gradient " << i;
     }
+}
+TEST(KernelTable, FusedLayersGiveTheSameBitsOnTheAvx2Table) { expect_layers_give_the_portable_bits(KernelIsa::avx2); }
+TEST(KernelTable, FusedLayersGiveTheSameBitsOnTheAvx512Table) {
+  expect_layers_give_the_portable_bits(KernelIsa::avx512);
 }
 
 }  // namespace

@@ -5,24 +5,29 @@
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 namespace recur::nn::detail {
 namespace {
 
-bool cpu_runs_avx2() {
+// Whether the CPU runs `isa` (libgcc's checks include that the OS saves the registers).
+bool cpu_runs(KernelIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();  // may be called before libgcc's own initializer has run
-  return __builtin_cpu_supports("avx2");  // also checks that the OS saves the YMM registers
+  if (isa == KernelIsa::avx2) return __builtin_cpu_supports("avx2");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #else
-  return false;
+  return isa == KernelIsa::portable;
 #endif
 }
 
 KernelIsa initial_isa() {
   const char* env = std::getenv("RECUR_CPU_KERNELS");
   const std::string_view wanted = env ? env : "auto";
-  if (wanted != "auto" && wanted != "avx2") return KernelIsa::portable;
-  return kernels_for<float>(KernelIsa::avx2) ? KernelIsa::avx2 : KernelIsa::portable;
+  for (const auto& [isa, name] : {std::pair{KernelIsa::avx512, "avx512"}, std::pair{KernelIsa::avx2, "avx2"}})
+    if ((wanted == "auto" || wanted == name) && kernels_for<float>(isa)) return isa;
+  return KernelIsa::portable;
 }
 
 std::atomic<KernelIsa>& current() {
@@ -35,7 +40,8 @@ std::atomic<KernelIsa>& current() {
 template <class T>
 const KernelTable<T>* kernels_for(KernelIsa isa) {
   if (isa == KernelIsa::portable) return &portable_kernels<T>();
-  return cpu_runs_avx2() ? avx2_kernels<T>() : nullptr;  // the CPU first: that file is AVX2 code
+  if (!cpu_runs(isa)) return nullptr;  // the CPU first: those files are AVX2 or AVX-512 code
+  return isa == KernelIsa::avx2 ? avx2_kernels<T>() : avx512_kernels<T>();
 }
 
 template const KernelTable<float>* kernels_for<float>(KernelIsa);

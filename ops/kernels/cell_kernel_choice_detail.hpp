@@ -1,14 +1,15 @@
 #pragma once
 // Internal: which table of cell kernels runs (cell_kernel_table_detail.hpp). kernels<T>()
-// is the table in use: AVX2's when the CPU (and the OS) runs AVX2, else the portable one.
-// RECUR_CPU_KERNELS in the environment, read at the first call: `auto` (or unset) as
-// above, `portable` the portable table, `avx2` AVX2's where the CPU runs it; any other
-// value keeps the portable table, the choice that runs everywhere.
+// is the table in use: AVX-512's when the CPU (and the OS) runs AVX-512 F, BW, DQ and VL,
+// else AVX2's when it runs AVX2, else the portable one. RECUR_CPU_KERNELS in the
+// environment, read at the first call: `auto` (or unset) as above, `portable` the portable
+// table, `avx2` or `avx512` that table where the CPU runs it (else the portable one); any
+// other value keeps the portable table, the choice that runs everywhere.
 #include <recur/ops/kernels/cell_kernel_table_detail.hpp>
 
 namespace recur::nn::detail {
 
-enum class KernelIsa { portable, avx2 };
+enum class KernelIsa { portable, avx2, avx512 };
 
 // The table of `isa`, or null when this build or this CPU has none.
 template <class T>

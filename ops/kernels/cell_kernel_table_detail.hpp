@@ -5,9 +5,11 @@
 //   portable: cell_kernels_portable.cpp, the target's baseline (SSE2 on x86-64);
 //   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64: the exp and select
 //             loops vectorize 8 floats wide with AVX2's integer ops, about 2x faster
-//             (bench/bench_cell_kernels.cpp).
-// Both files are compiled with -ffp-contract=off (CMakeLists.txt), so neither contracts
-// a * b + c into a fused multiply-add whatever -march a user builds with: the two tables
+//             (bench/bench_cell_kernels.cpp);
+//   avx512:   cell_kernels_avx512.cpp, compiled with AVX-512 (F, BW, DQ, VL: every AVX-512
+//             CPU since Skylake-SP) and 512-bit vectors preferred: 16 floats wide.
+// The files are compiled with -ffp-contract=off (CMakeLists.txt), so none contracts
+// a * b + c into a fused multiply-add whatever -march a user builds with: the tables
 // perform the same IEEE operations in the same order and give the same bits (a NaN's sign
 // aside), so results do not depend on the CPU. Which table runs: cell_kernel_choice_detail.hpp.
 //
@@ -64,11 +66,29 @@ constexpr KernelTable<T> this_isa_kernels() {
 }
 }  // namespace RECUR_KERNEL_ISA
 
-// Each instruction set's table (cell_kernels_<isa>.cpp). avx2: null when recur was not
-// built for x86-64; call it only on a CPU that runs AVX2 (its file is compiled for one).
+// Each instruction set's table (cell_kernels_<isa>.cpp). avx2, avx512: null when recur
+// was not built for x86-64; call one only on a CPU that runs its instruction set (its file
+// is compiled for it).
 template <class T>
 const KernelTable<T>& portable_kernels();
 template <class T>
 const KernelTable<T>* avx2_kernels();
+template <class T>
+const KernelTable<T>* avx512_kernels();
+
+// Defines `function`, the table of the file it is in, or null where the file was not built
+// for its instruction set (`built` false): cell_kernels_avx2.cpp and cell_kernels_avx512.cpp.
+#define RECUR_ISA_KERNEL_TABLE(function, built)                                   \
+  template <class T>                                                              \
+  const KernelTable<T>* function() {                                              \
+    if constexpr (built) {                                                        \
+      static constexpr KernelTable<T> table = this_isa_kernels<T>();              \
+      return &table;                                                              \
+    } else {                                                                      \
+      return nullptr;                                                             \
+    }                                                                             \
+  }                                                                               \
+  template const KernelTable<float>* function<float>();                           \
+  template const KernelTable<double>* function<double>();
 
 }  // namespace recur::nn::detail

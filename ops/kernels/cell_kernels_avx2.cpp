@@ -7,17 +7,10 @@
 
 namespace recur::nn::detail {
 
-template <class T>
-const KernelTable<T>* avx2_kernels() {
 #if defined(__AVX2__)
-  static constexpr KernelTable<T> table = this_isa_kernels<T>();
-  return &table;
+RECUR_ISA_KERNEL_TABLE(avx2_kernels, true)
 #else
-  return nullptr;
+RECUR_ISA_KERNEL_TABLE(avx2_kernels, false)
 #endif
-}
-
-template const KernelTable<float>* avx2_kernels<float>();
-template const KernelTable<double>* avx2_kernels<double>();
 
 }  // namespace recur::nn::detail
