@@ -199,7 +199,7 @@ void expect_same(const CellRun& got, const CellRun& want, const std::string& wha
 // Merging products (off by default) and fusing elementwise chains (on): these tests run with
 // both off and both on.
 struct FusingChains {
-  explicit FusingChains(bool on) { scan_engine::detail::set_rewrite_switches({on, on}); }
+  explicit FusingChains(bool on) { scan_engine::detail::set_rewrite_switches({.merge_products = on, .fuse_elementwise = on}); }
   ~FusingChains() { scan_engine::detail::set_rewrite_switches({}); }
 };
 
@@ -226,6 +226,35 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
         EXPECT_TRUE(testing::same_bytes(captured.outputs[j], recorded.outputs[j])) << c.name << " output " << j << (fuse ? " fused" : "");
     }
   }
+}
+
+// Pushed-out work a block of steps at a time (6 rows per block: 2 steps of B = 3, the last
+// block of 1 of T = 7): each block's input product is recorded before its first step, and
+// values and gradients are still the recorded loop's and a plain loop's (to the bit for the
+// values; a weight's gradient now sums the blocks' products). The products' buffers go once
+// their block is done.
+TEST(ScanCapture, PushedOutWorkInBlocksGivesTheRecordedResults) {
+  struct Blocks {
+    Blocks() { scan_engine::detail::set_rewrite_switches({.pushed_rows = 6}); }
+    ~Blocks() { scan_engine::detail::set_rewrite_switches({}); }
+  } blocks;
+  for (const CellCase& c : cells()) {
+    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+    ASSERT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+    expect_same(captured, recorded, c.name + " in blocks vs recorded");
+    expect_same(captured, unrolled(c), c.name + " in blocks vs a plain loop");
+    for (std::size_t j = 0; j < captured.outputs.size(); ++j)
+      EXPECT_TRUE(testing::same_bytes(captured.outputs[j], recorded.outputs[j])) << c.name << " output " << j;
+  }
+  Tape tape;
+  const CellCase c = cells()[0];  // lstm_merged: one input product per block
+  const CellInputs in = make_inputs(tape, c);
+  scan_cell(c, in, Capture::required);
+  const MemoryReport report = tape.memory_report();
+  const auto matmul = std::find_if(report.ops.begin(), report.ops.end(), [](const OpMemory& m) { return m.name == "matmul"; });
+  ASSERT_NE(matmul, report.ops.end()) << report.to_string();
+  EXPECT_EQ(matmul->nodes, 4u) << report.to_string();  // blocks [0, 2), [2, 4), [4, 6), [6, 7)
+  EXPECT_EQ(matmul->bytes, 0u) << report.to_string();
 }
 
 // No rows at all: nothing to batch, and the same (empty) results.

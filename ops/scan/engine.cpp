@@ -82,7 +82,10 @@ class Run final : private detail::LoopState {
       }
     }
     policy->loop_ended(*this, t);
-    if (drop_unread_) drop_unread_before_steps();
+    if (drop_unread_) {
+      drop_unread_before_steps();
+      if (replay_) replay_->drop_unread_block();
+    }
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin. With
       // lengths each element's own last k steps may begin earlier (the mask gates the rest).
@@ -199,6 +202,10 @@ class Run final : private detail::LoopState {
   // One iteration recorded from the captured program (no `until`: such a step is not captured).
   bool replay(std::int64_t t) {
     collect_args(t);
+    if (pushed_.steps > 0 && t > 0 && t % pushed_.steps == 0) {  // a new block's pushed-out work first
+      if (drop_unread_) replay_->drop_unread_block();
+      replay_->begin_block(t, std::min(t + pushed_.steps, steps_), rewrite_cx_->args);
+    }
     StepResult r = replay_->run(std::span<const Var>(args_.data(), args_.size()), t, scope_);
     if (drop_unread_) replay_->drop_unread();
     return take_result(t, r);
@@ -313,18 +320,34 @@ class Run final : private detail::LoopState {
       trial.capture = {false, refusal->reason};
       return trial;
     }
+    // On a full tape the pushed-out work goes a block of steps at a time (PushedBlocks).
+    const bool blocks = policy->full_tape() && grad_enabled() && p_.truncate_gradient < 0;
     policy.reset();
     restore(std::move(before));
     TapeAccess::truncate(tape_, mark);
     iteration_begin.clear();
     detail::RewriteCounts counts;
-    program_ = detail::rewrite(tape_, *programs[1], rewrite_context(), &counts);
+    rewrite_cx_ = rewrite_context();
+    if (blocks) rewrite_cx_->block_steps = pushed_block_steps();
+    program_ = detail::rewrite(tape_, *programs[1], *rewrite_cx_, &counts, &pushed_);
     before_steps_ = mark;
-    replay_.emplace(tape_, *program_);
+    replay_.emplace(tape_, *program_, pushed_);
     base_ = tape_.size();  // what the steps share stays before the loop's steps
     return {0, false,
             {true, "", counts.merged, counts.hoisted, counts.pushed_out, counts.batched_weight_grads,
              counts.fused_chains}};
+  }
+
+  // Steps per block of pushed-out work: about RewriteSwitches::pushed_rows rows of the first
+  // sequence (its element's first size, the batch), so that a block's products stay large.
+  std::int64_t pushed_block_steps() const {
+    std::int64_t rows = 1;
+    if (!seqs_.empty()) {
+      Shape element = seqs_.front().spec->data.shape();
+      element.erase(element.begin() + seqs_.front().axis);
+      if (element.size() >= 2) rows = std::max<std::int64_t>(1, element[0]);
+    }
+    return std::max<std::int64_t>(1, detail::rewrite_switches().pushed_rows / rows);
   }
 
   // What each of the step's arguments is, in collect_args' order.
@@ -338,8 +361,8 @@ class Run final : private detail::LoopState {
       for (auto k : s.spec->taps) {
         detail::ArgRole role{detail::ArgRole::Kind::sequence, element, {}};
         if (in_order)
-          role.every_step = [this, &s, from = s.first + start + k] {
-            const Var rows = slice(s.spec->data, s.axis, from, from + steps_);
+          role.every_step = [&s, from = s.first + start + k](std::int64_t begin, std::int64_t end) {
+            const Var rows = slice(s.spec->data, s.axis, from + begin, from + end);
             return s.axis == 0 ? rows : moved_to_front(rows, s.axis);
           };
         cx.args.push_back(std::move(role));
@@ -590,6 +613,8 @@ class Run final : private detail::LoopState {
   std::optional<LengthMask> mask_;  // per-element lengths, when given
   std::optional<detail::StepProgram> program_;  // the captured step, when it was captured
   std::optional<detail::StepReplay> replay_;
+  std::optional<detail::RewriteContext> rewrite_cx_;  // the captured step's (its sequences' blocks)
+  detail::PushedBlocks pushed_;
   // A captured loop on a full tape drops the buffers no backward rule reads (StepReplay::
   // drop_unread); the values its rewrite made before the steps begin at before_steps_.
   bool drop_unread_ = false;

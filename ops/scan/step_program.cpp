@@ -10,6 +10,8 @@
 #include <recur/autodiff/recording_scope.hpp>
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/scan/step_rewrite_detail.hpp>
+#include <recur/ops/shape.hpp>
 
 namespace recur::scan_engine::detail {
 namespace {
@@ -214,7 +216,8 @@ Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vec
   return record_copy(tape, op, std::span<const std::uint32_t>(ids.data(), ids.size()), takes_gradient);
 }
 
-StepReplay::StepReplay(Tape& tape, const StepProgram& program) : tape_(tape), program_(program) {
+StepReplay::StepReplay(Tape& tape, const StepProgram& program, const PushedBlocks& blocks)
+    : tape_(tape), program_(program), blocks_(blocks) {
   for (const Tensor& t : program.literals) literals_.push_back(tape.constant(t));
   std::size_t next = 0;
   for (const StepOp& op : program.ops) {
@@ -268,6 +271,37 @@ void StepReplay::drop_unread() {
   }
 }
 
+void StepReplay::begin_block(std::int64_t t0, std::int64_t t1, const std::vector<ArgRole>& args) {
+  block_begin_ = t0;
+  block_nodes_.clear();
+  auto node_of = [&](std::uint32_t first) {
+    const auto it = block_nodes_.find(first);
+    return TapeAccess::handle(tape_, it == block_nodes_.end() ? first : it->second);
+  };
+  for (const auto& [arg, first] : blocks_.args) block_nodes_[first] = args[arg].every_step(t0, t1).id();
+  for (const PushedBlocks::Op& op : blocks_.ops) {
+    std::vector<Var> inputs;
+    for (std::uint32_t in : op.inputs) inputs.push_back(node_of(in));
+    Var v;
+    if (op.op) {
+      v = record_program_op(tape_, op.op, inputs, op.takes_gradient);
+    } else {  // the first size counts the block's steps
+      Shape shape = op.shape;
+      shape[0] *= t1 - t0;
+      v = reshape(inputs[0], shape);
+    }
+    block_nodes_[op.node] = v.id();
+  }
+}
+
+void StepReplay::drop_unread_block() {
+  for (const PushedBlocks::Op& op : blocks_.ops) {
+    const auto it = block_nodes_.find(op.node);
+    const std::uint32_t id = it == block_nodes_.end() ? op.node : it->second;
+    if (unread_by_backward(tape_, id)) TapeAccess::drop_unread_value(tape_, id);
+  }
+}
+
 bool unread_by_backward(const Tape& tape, std::uint32_t id) {
   const recur::detail::OpBox& op = TapeAccess::node(tape, id).op;
   if (!op || op.backward_reads(recur::detail::kBackwardOutput)) return false;
@@ -285,7 +319,9 @@ Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args, std::int64
     case Kind::row: {
       for (const auto& [node, row] : rows_)
         if (node == r.index) return row;
-      rows_.emplace_back(r.index, index(TapeAccess::handle(tape_, r.index), 0, t));
+      const auto in_block = block_nodes_.find(r.index);
+      const std::uint32_t node = in_block == block_nodes_.end() ? r.index : in_block->second;
+      rows_.emplace_back(r.index, index(TapeAccess::handle(tape_, node), 0, t - block_begin_));
       return rows_.back().second;
     }
     case Kind::arg: return args[r.index];

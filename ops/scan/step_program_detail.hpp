@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,9 @@ class RecordingScope;
 }  // namespace recur
 
 namespace recur::scan_engine::detail {
+
+struct ArgRole;       // step_rewrite_detail.hpp
+struct PushedBlocks;
 
 // Where a value the step reads or returns comes from.
 struct ValueRef {
@@ -97,8 +101,15 @@ Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vec
 // updates and the updates it made inside (handed to `scope` as a step's draws are).
 class StepReplay {
  public:
-  StepReplay(Tape& tape, const StepProgram& program);
+  // `blocks`: the program's pushed-out work, recorded again for each block of steps after the first.
+  StepReplay(Tape& tape, const StepProgram& program, const PushedBlocks& blocks);
   StepResult run(std::span<const Var> args, std::int64_t t, RecordingScope& scope);
+  // Before step t0, the first of the block [t0, t1): records the block's pushed-out work on
+  // the sequences' values of its steps (args[i].every_step); its rows are what the steps read.
+  void begin_block(std::int64_t t0, std::int64_t t1, const std::vector<ArgRole>& args);
+  // After the block's last step: drops the buffers of its pushed-out work that no backward
+  // rule reads (its rows are read: each step's sums took them).
+  void drop_unread_block();
   // After run: drops the buffers of the step's values that no backward rule reads (a product
   // only a sum reads, a row of an input product): TapeAccess::drop_unread_value. Not the
   // values the step returns or updates with.
@@ -116,6 +127,10 @@ class StepReplay {
   std::vector<Var> values_;
   std::vector<Var> shared_reads_;
   std::vector<std::pair<std::uint32_t, Var>> rows_;  // this step's rows of precomputed nodes
+  const PushedBlocks& blocks_;
+  std::int64_t block_begin_ = 0;  // the current block's first step
+  // The first block's pushed-out nodes -> the current block's (empty in the first block).
+  std::unordered_map<std::uint32_t, std::uint32_t> block_nodes_;
   // Per value the program makes (ops' first outputs and rows): the (op, input) pairs that
   // read it; and whether the step returns it (or updates a Shared with it).
   std::vector<std::pair<ValueRef, std::vector<std::pair<std::uint32_t, std::uint32_t>>>> readers_;

@@ -33,8 +33,11 @@ bool transposed_b(const StepOp& op) { return op.op.attributes()->get<bool>("matm
 
 class Rewriter {
  public:
-  Rewriter(Tape& tape, const StepProgram& in, const RewriteContext& cx, RewriteCounts& counts)
-      : tape_(tape), in_(in), cx_(cx), counts_(counts) {
+  Rewriter(Tape& tape, const StepProgram& in, const RewriteContext& cx, RewriteCounts& counts, PushedBlocks& blocks)
+      : tape_(tape), in_(in), cx_(cx), counts_(counts), blocks_(blocks) {
+    blocks_ = PushedBlocks{};
+    first_block_ = cx.block_steps > 0 ? std::min(cx.block_steps, cx.steps) : cx.steps;
+    if (first_block_ < cx.steps) blocks_.steps = first_block_;
     out_.shareds = in.shareds;
     out_.arg_nodes = in.arg_nodes;
     for (const Tensor& t : in.literals) literal_nodes_.push_back(tape.constant(t).id());
@@ -123,7 +126,10 @@ class Rewriter {
     if (mapped.kind == Kind::row) return TapeAccess::handle(tape_, mapped.index);
     if (mapped.kind == Kind::arg && cx_.args[mapped.index].every_step) {
       auto& cached = every_step_args_[mapped.index];
-      if (!cached.defined()) cached = cx_.args[mapped.index].every_step();
+      if (!cached.defined()) {
+        cached = cx_.args[mapped.index].every_step(0, first_block_);
+        blocks_.args.emplace_back(mapped.index, cached.id());
+      }
       return cached;
     }
     return Var();
@@ -169,15 +175,35 @@ class Rewriter {
         inputs.push_back(invariant_var(m));
       }
     }
-    if (op.op.elementwise()) return record_program_op(tape_, op.op, inputs, op.takes_gradient);
+    if (op.op.elementwise()) return pushed(op.op, inputs, op.takes_gradient);
     if (is_plain_matmul(op) && dep_of(op.inputs[1]) == Dep::invariant && inputs[1].rank() == 2) {
       // [T, B, K] as [T B, K]: one product for every step's rows.
       const Shape& x = inputs[0].shape();
-      const Var rows = reshape(inputs[0], {x[0] * x[1], x[2]});
-      const Var product = record_program_op(tape_, op.op, {rows, inputs[1]}, op.takes_gradient);
-      return reshape(product, {x[0], x[1], product.size(1)});
+      const Var rows = pushed_reshape(inputs[0], {x[1], x[2]});
+      const Var product = pushed(op.op, {rows, inputs[1]}, op.takes_gradient);
+      return pushed_reshape(product, {1, x[1], product.size(1)});
     }
     return Var();
+  }
+  // Pushed-out work, recorded over the first block and noted for the later blocks.
+  Var pushed(const recur::detail::OpBox& op, const std::vector<Var>& inputs, bool takes_gradient) {
+    const Var v = record_program_op(tape_, op, inputs, takes_gradient);
+    note(op.clone(), {}, inputs, takes_gradient, v);
+    return v;
+  }
+  // A reshape whose first size is `per_step` times the block's steps.
+  Var pushed_reshape(const Var& x, Shape per_step) {
+    Shape shape = per_step;
+    shape[0] *= first_block_;
+    const Var v = reshape(x, shape);
+    note(recur::detail::OpBox(), std::move(per_step), {x}, true, v);
+    return v;
+  }
+  void note(recur::detail::OpBox op, Shape shape, const std::vector<Var>& inputs, bool takes_gradient, const Var& v) {
+    if (blocks_.steps == 0) return;  // one block: nothing to record again
+    std::vector<std::uint32_t> ids;
+    for (const Var& in : inputs) ids.push_back(in.id());
+    blocks_.ops.push_back({std::move(op), std::move(shape), std::move(ids), takes_gradient, v.id()});
   }
 
   // `product` (a plain matmul of a changing value and a weight that does not change, as the
@@ -282,6 +308,8 @@ class Rewriter {
   const StepProgram& in_;
   const RewriteContext& cx_;
   RewriteCounts& counts_;
+  PushedBlocks& blocks_;
+  std::int64_t first_block_ = 0;  // steps of the first block of pushed-out work
   StepProgram out_;
   std::vector<std::uint32_t> literal_nodes_;
   std::vector<std::size_t> first_;
@@ -293,18 +321,22 @@ class Rewriter {
 };
 
 std::atomic<bool> merge_switch{RewriteSwitches{}.merge_products}, fuse_switch{RewriteSwitches{}.fuse_elementwise};
+std::atomic<std::int64_t> pushed_rows_switch{RewriteSwitches{}.pushed_rows};
 
 }  // namespace
 
 void set_rewrite_switches(RewriteSwitches s) {
   merge_switch = s.merge_products;
   fuse_switch = s.fuse_elementwise;
+  pushed_rows_switch = s.pushed_rows;
 }
-RewriteSwitches rewrite_switches() { return {merge_switch, fuse_switch}; }
+RewriteSwitches rewrite_switches() { return {merge_switch, fuse_switch, pushed_rows_switch}; }
 
-StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context, RewriteCounts* counts) {
+StepProgram rewrite(Tape& tape, const StepProgram& program, const RewriteContext& context, RewriteCounts* counts,
+                    PushedBlocks* blocks) {
   RewriteCounts ignored;
-  return Rewriter(tape, program, context, counts ? *counts : ignored)();
+  PushedBlocks unused;
+  return Rewriter(tape, program, context, counts ? *counts : ignored, blocks ? *blocks : unused)();
 }
 
 }  // namespace recur::scan_engine::detail
