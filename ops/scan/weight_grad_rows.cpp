@@ -5,6 +5,7 @@
 
 #include <recur/autodiff/record.hpp>
 #include <recur/core/blas.hpp>
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/ops/linalg.hpp>
 
 namespace recur::scan_engine::detail {
@@ -54,13 +55,48 @@ void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
 
 namespace {
 
+// A loop's h W in float32 on the kernel the layers' per-step products use (core/
+// repeated_gemm.hpp: libxsmm on the calling thread for small products, made once for the
+// loop's shape and W), kept between the loop's steps. float64 stays on matmul's OpenBLAS
+// call, so that its values equal the recorded step's to the bit.
+class StepProduct {
+ public:
+  // h W, or an undefined Tensor where matmul has to take it (another dtype or shape).
+  Tensor operator()(const Tensor& h, const Tensor& w) {
+    if (h.dtype() != DType::float32 || w.dtype() != DType::float32 || h.rank() != 2 || w.rank() != 2 ||
+        h.size(1) != w.size(0))
+      return Tensor();
+    const std::int64_t m = h.size(0), k = h.size(1), n = w.size(1);
+    if (!gemm_ || w.storage() != weight_ || w.data<float>() != w_data_ || m != m_ || k != k_ || n != n_) {
+      gemm_ = std::make_unique<blas::RepeatedGemm<float>>(m, n, k, w.data<float>(), n, false, k, n, 0.f);
+      weight_ = w.storage();
+      w_data_ = w.data<float>();
+      m_ = m, k_ = k, n_ = n;
+    }
+    Tensor out = Tensor::empty({m, n}, DType::float32);
+    if (m > 0 && n > 0) (*gemm_)(h.data<float>(), out.data<float>());
+    return out;
+  }
+
+ private:
+  std::unique_ptr<blas::RepeatedGemm<float>> gemm_;
+  StoragePtr weight_;  // W's buffer, held: no other buffer can take its address meanwhile
+  const float* w_data_ = nullptr;
+  std::int64_t m_ = 0, k_ = 0, n_ = 0;
+};
+
 struct StepMatmul {
   static constexpr std::string_view name = "scan_step_matmul";
   bool transpose_w = false;
   std::shared_ptr<WeightGradRows> rows;
+  std::shared_ptr<StepProduct> product;  // one per loop: its steps share the kernel
   OpAttributes attributes() const { return {{"transpose_w", transpose_w}}; }
   bool backward_reads(std::size_t which) const { return which != recur::detail::kBackwardOutput; }
-  Tensor forward(const Tensor& h, const Tensor& w) const { return matmul_t(h, w, false, transpose_w); }
+  Tensor forward(const Tensor& h, const Tensor& w) const {
+    if (!transpose_w && product)
+      if (Tensor out = (*product)(h, w); out.defined()) return out;
+    return matmul_t(h, w, false, transpose_w);
+  }
   // dh = g W^T (W^T transposed back: g W); dW through the rows in plain backward, else
   // h^T g (g^T h when transposed), as matmul's rule.
   template <class V>
@@ -102,10 +138,10 @@ struct WeightGradSum {
 }  // namespace
 
 Var step_matmul(const Var& h, const Var& w, bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
-  return record(StepMatmul{transpose_w, std::move(rows)}, h, w);
+  return record(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()}, h, w);
 }
 recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
-  return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows)});
+  return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()});
 }
 Var weight_grad_sum(const Var& w, std::shared_ptr<WeightGradRows> rows) {
   return record(WeightGradSum{std::move(rows)}, w);
