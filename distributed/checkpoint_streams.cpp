@@ -1,132 +1,15 @@
+// The per-stream form of a data-parallel checkpoint (distributed/checkpoint.hpp): the job's
+// state per stream, resumed on any number of ranks that can split the streams.
 #include <recur/distributed/checkpoint.hpp>
 
-#include <cstring>
 #include <deque>
-#include <string>
 
-#include <recur/core/creation.hpp>
-#include <recur/core/npz.hpp>
-#include <recur/distributed/broadcast.hpp>
-#include <recur/distributed/tensor_bytes_detail.hpp>
-#include <recur/ops/indexing.hpp>
-#include <recur/ops/join.hpp>
+#include <recur/distributed/checkpoint_files_detail.hpp>
 
 namespace recur::distributed {
 namespace {
 
-constexpr const char* kWorldSize = "distributed.world_size";
-constexpr const char* kStreams = "distributed.streams";
-constexpr const char* kStream = "distributed.stream/";
-constexpr const char* kStreamRng = "distributed.stream_rng/";
-constexpr const char* kSamplerSize = "distributed.sampler.dataset_size";
-constexpr const char* kSamplerEpoch = "distributed.sampler.epoch";
-constexpr const char* kSamplerPosition = "distributed.sampler.position";
-
-Shared int64_shared(std::int64_t v, const char* name) { return Shared(scalar(static_cast<double>(v), DType::int64), name); }
-
-// The exception types a failure keeps when it is thrown on every rank; any other
-// recur::Error becomes a ValueError. Kind 0 is no failure, kind k the k-th type.
-template <class... Types>
-struct Kinds {
-  static int of(const Error& e) {
-    int kind = 0, k = 0;
-    ((++k, kind = kind == 0 && dynamic_cast<const Types*>(&e) ? k : kind), ...);
-    return kind == 0 ? static_cast<int>(sizeof...(Types)) + 1 : kind;
-  }
-  [[noreturn]] static void raise(int kind, const std::string& what) {
-    int k = 0;
-    ((++k == kind ? throw Types(what) : void()), ...);
-    throw ValueError(what);
-  }
-};
-using Kept = Kinds<IOError, ShapeError, DTypeError, AxisError, MemoryError, ResizeError>;
-
-// Runs `work` where `here` holds; if it throws a recur::Error (or runs out of memory) on any
-// rank, every rank throws the same type with the lowest failing rank's message.
-template <class Work>
-void failing_alike(const Communicator& comm, std::string_view op, bool here, Work&& work) {
-  int kind = 0;
-  std::string message;
-  if (here) {
-    try {
-      work();
-    } catch (const Error& e) {
-      kind = Kept::of(e), message = e.what();
-    } catch (const std::exception& e) {  // memory running out in a container: still every rank
-      kind = Kept::of(MemoryError("")), message = ::recur::detail::concat("recur::", op, ": out of memory (", e.what(), ")");
-    }
-  }
-  const auto failure = detail::first_failure(comm, op, kind == 0, std::to_string(kind) + ":" + message);
-  if (!failure) return;
-  // "rank k: <kind>:<message>"
-  const std::size_t start = failure->find(": ") + 2, colon = failure->find(':', start);
-  Kept::raise(std::stoi(failure->substr(start, colon - start)), failure->substr(colon + 1));
-}
-
-// ---- The per-rank form.
-
-// This rank's own members, in a fixed order: the extras' values, then the generators' states.
-std::vector<Tensor> rank_values(const TrainingState& state, std::string_view op) {
-  std::vector<Tensor> values;
-  for (const auto& [name, shared] : state.extra) {
-    if (!shared.defined()) fail<ValueError>(op, "extra '", name, "' is a null Shared handle");
-    values.push_back(shared.value());
-  }
-  for (const auto& [name, generator] : state.generators) {
-    if (!generator) fail<ValueError>(op, "generator '", name, "' is a null pointer");
-    values.push_back(generator->state());
-  }
-  return values;
-}
-
-// The state rank 0 saves or loads: its replicated members, the world size and every rank's
-// own members under "rank<r>/" (rank 0's are its own variables; the others' live in `store`).
-struct WholeJob {
-  TrainingState state;
-  std::deque<Generator> generators;  // stable addresses for state.generators
-};
-
-WholeJob whole_job(const TrainingState& mine, int world, const std::vector<std::vector<Tensor>>& others) {
-  WholeJob job;
-  job.state.parameters = mine.parameters;
-  job.state.optimizer_state = mine.optimizer_state;
-  job.state.step = mine.step;
-  job.state.extra.emplace_back(kWorldSize, int64_shared(world, kWorldSize));
-  for (int r = 0; r < world; ++r) {
-    const std::string prefix = "rank" + std::to_string(r) + "/";
-    std::size_t v = 0;
-    for (const auto& [name, shared] : mine.extra) {
-      const Shared s = r == 0 ? shared : Shared(others[static_cast<std::size_t>(r)][v], name);
-      job.state.extra.emplace_back(prefix + name, s);
-      ++v;
-    }
-    for (const auto& [name, generator] : mine.generators) {
-      Generator* g = generator;
-      if (r != 0) {
-        g = &job.generators.emplace_back(0);
-        g->set_state(others[static_cast<std::size_t>(r)][v]);
-      }
-      job.state.generators.emplace_back(prefix + name, g);
-      ++v;
-    }
-  }
-  return job;
-}
-
-// The file's "extra/distributed.world_size": ValueError when it has none.
-std::int64_t saved_world(const TensorMap& members, const std::filesystem::path& path, std::string_view op) {
-  const auto world = members.find(std::string("extra/") + kWorldSize);
-  if (world == members.end())
-    fail<ValueError>(op, "'", path.string(), "' was not written by distributed::save_checkpoint (no member 'extra/",
-                     kWorldSize, "')");
-  return world->second.item<std::int64_t>();
-}
-
-bool has_streams(const TensorMap& members) { return members.contains(std::string("extra/") + kStreams); }
-
-std::string ranks(std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
-
-// ---- The per-stream form.
+using namespace checkpoint_detail;
 
 // What a rank holds of a StreamState, read and checked: its stream variables' values and,
 // per StreamGenerators, its generators' states stacked ([streams / p, 4]), in that order.
@@ -309,7 +192,6 @@ void broadcast_scalars(const Communicator& comm, TrainingState& state, std::int6
   position = received[2].item<std::int64_t>();
   for (std::size_t g = 0; g < state.generators.size(); ++g) state.generators[g].second->set_state(received[3 + g]);
 }
-
 }  // namespace
 
 void check_resume(const std::filesystem::path& path, int world) {
@@ -395,69 +277,4 @@ void load_checkpoint(const Communicator& comm, const std::filesystem::path& path
     streams.sampler->set_position(position);
   }
 }
-
-void save_checkpoint(const Communicator& comm, const std::filesystem::path& path, const TrainingState& state) {
-  const char* op = "distributed::save_checkpoint";
-  const std::vector<Tensor> mine = rank_values(state, op);
-  detail::check_same_layout(comm, op, detail::layout_of(mine), "extra members and generators");
-  const std::vector<char> bytes = detail::pack(mine);
-  std::vector<char> all(comm.is_root() ? bytes.size() * static_cast<std::size_t>(comm.size()) : 0);
-  detail::gather_bytes(comm, bytes, all, op);
-  failing_alike(comm, op, comm.is_root(), [&] {
-    std::vector<std::vector<Tensor>> others(static_cast<std::size_t>(comm.size()));
-    std::size_t offset = 0;
-    for (auto& values : others) values = detail::unpack(mine, all.data(), offset);
-    const WholeJob job = whole_job(state, comm.size(), others);
-    recur::save_checkpoint(path, job.state);
-  });
-}
-
-void load_checkpoint(const Communicator& comm, const std::filesystem::path& path, TrainingState& state) {
-  const char* op = "distributed::load_checkpoint";
-  const std::vector<Tensor> mine = rank_values(state, op);
-  detail::check_same_layout(comm, op, detail::layout_of(mine), "extra members and generators");
-  std::vector<char> all;
-  failing_alike(comm, op, comm.is_root(), [&] {
-    const TensorMap members = load_npz_map(path);
-    const std::int64_t saved = saved_world(members, path, op);
-    if (has_streams(members))
-      fail<ValueError>(op, "'", path.string(), "' holds the job's state per stream (written with a StreamState): ",
-                       "load it with a StreamState");
-    if (saved != comm.size())
-      fail<ResizeError>(op, "'", path.string(), "' was written by ", saved, " ranks but this job has ", comm.size(),
-                        "; each rank's carried streams and random state are in it, so resume on ", saved,
-                        " ranks (or save with a StreamState, which resumes on any number of ranks dividing the streams)");
-    // Placeholders for the other ranks' members, filled by the load, then sent to them.
-    std::vector<std::vector<Tensor>> others(static_cast<std::size_t>(comm.size()), mine);
-    for (auto& values : others)
-      for (Tensor& t : values) t = t.clone();
-    WholeJob job = whole_job(state, comm.size(), others);
-    recur::load_checkpoint(path, job.state);
-    state.step = job.state.step;
-    std::vector<Tensor> loaded;
-    for (int r = 0; r < comm.size(); ++r) {
-      const std::string prefix = "rank" + std::to_string(r) + "/";
-      for (const auto& [name, shared] : job.state.extra)
-        if (name.starts_with(prefix)) loaded.push_back(shared.value());
-      for (const auto& [name, generator] : job.state.generators)
-        if (name.starts_with(prefix)) loaded.push_back(generator->state());
-    }
-    all = detail::pack(loaded);
-  });
-  broadcast(comm, state.parameters);
-  broadcast(comm, state.optimizer_state);
-  std::vector<char> step(sizeof(std::int64_t));
-  std::memcpy(step.data(), &state.step, sizeof state.step);
-  detail::broadcast_bytes(comm, step, op);
-  std::memcpy(&state.step, step.data(), sizeof state.step);
-  std::vector<char> bytes(detail::total_bytes(mine));
-  detail::scatter_bytes(comm, all, bytes, op);
-  if (comm.is_root()) return;  // the load wrote rank 0's own members
-  std::size_t offset = 0;
-  const std::vector<Tensor> received = detail::unpack(mine, bytes.data(), offset);
-  std::size_t v = 0;
-  for (auto& [name, shared] : state.extra) Shared(shared).assign(received[v++]);
-  for (auto& [name, generator] : state.generators) generator->set_state(received[v++]);
-}
-
 }  // namespace recur::distributed
