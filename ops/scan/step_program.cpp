@@ -257,7 +257,8 @@ bool StepReplay::read_by_backward(const ValueRef& r, std::uint32_t id) const {
 }
 
 void StepReplay::drop_unread() {
-  for (const auto& [value, readers] : readers_) {
+  for (const auto& entry : readers_) {
+    const ValueRef& value = entry.first;  // (a named reference: clang 14 cannot capture a binding)
     if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) continue;
     std::uint32_t id = 0;
     if (value.kind == ValueRef::Kind::local) {
