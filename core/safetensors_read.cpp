@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -225,15 +226,20 @@ SafetensorsReader::SafetensorsReader(const fs::path& path, std::string_view op)
     malformed("truncated: the header length is ", n, " bytes, but only ", file_.size - kLengthBytes,
               " bytes follow it");
   data_start_ = kLengthBytes + n;
-  std::string header(n, '\0');
-  file_.stream.read(header.data(), static_cast<std::streamsize>(n));
-  if (static_cast<std::uint64_t>(file_.stream.gcount()) != n) malformed("cannot read the header (did the file change?)");
-  if (header.empty() || header.front() != '{')
-    malformed("malformed header: the header is not a JSON object (it starts with '", escaped(header, 20), "')");
-
+  // The header and what it declares take memory in proportion to n (at most a few times
+  // 100 MB): std::bad_alloc never escapes.
   std::vector<SafetensorsEntry> in_header;
-  HeaderHandler handler(op_, path_, in_header, metadata_);
-  if (!json::sax_parse(header.begin(), header.end(), &handler)) malformed("malformed header: not valid JSON");
+  try {
+    std::string header(n, '\0');
+    file_.stream.read(header.data(), static_cast<std::streamsize>(n));
+    if (static_cast<std::uint64_t>(file_.stream.gcount()) != n) malformed("cannot read the header (did the file change?)");
+    if (header.empty() || header.front() != '{')
+      malformed("malformed header: the header is not a JSON object (it starts with '", escaped(header, 20), "')");
+    HeaderHandler handler(op_, path_, in_header, metadata_);
+    if (!json::sax_parse(header.begin(), header.end(), &handler)) malformed("malformed header: not valid JSON");
+  } catch (const std::bad_alloc&) {
+    fail<MemoryError>(op_, "'", path_.string(), "': the system cannot hold its header of ", n, " bytes");
+  }
 
   // Each entry on its own: a dtype of the format, as many bytes as its shape needs.
   const std::uint64_t data_bytes = file_.size - data_start_;
