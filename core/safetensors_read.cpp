@@ -91,8 +91,10 @@ class HeaderHandler {
   }
   bool number_unsigned(json::number_unsigned_t v) {
     if (at_ == At::shape) {
-      if (entry_.shape.size() == kMaxRank) malformed("tensor '", escaped(entry_.name), "' has more than ", kMaxRank, " dimensions");
-      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) found("the dimension " + std::to_string(v));
+      if (entry_.shape.size() == kMaxRank)
+        malformed("tensor '", escaped(entry_.name), "' has more than ", kMaxRank, " dimensions");
+      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        found("the dimension " + std::to_string(v));
       entry_.shape.push_back(static_cast<std::int64_t>(v));
       return true;
     }
@@ -182,12 +184,14 @@ class HeaderHandler {
   [[noreturn]] void found(const std::string& what) const {
     const std::string tensor = "tensor '" + escaped(name_) + "': ";
     if (at_ == At::start) malformed("the header is not a JSON object");
-    if (at_ == At::top && name_ == kSafetensorsMetadataKey) malformed("'", kSafetensorsMetadataKey, "' must be an object of strings, found ", what);
+    if (at_ == At::top && name_ == kSafetensorsMetadataKey)
+      malformed("'", kSafetensorsMetadataKey, "' must be an object of strings, found ", what);
     if (at_ == At::top) malformed(tensor, "the entry must be an object {dtype, shape, data_offsets}, found ", what);
     if (at_ == At::metadata)
       malformed("'", kSafetensorsMetadataKey, "': the value of '", escaped(field_), "' must be a string, found ", what);
     if (field_ == "dtype") malformed(tensor, "\"dtype\" must be a string, found ", what);
-    if (field_ == "shape") malformed(tensor, "\"shape\" must be an array of non-negative integers below 2^63, found ", what);
+    if (field_ == "shape")
+      malformed(tensor, "\"shape\" must be an array of non-negative integers below 2^63, found ", what);
     malformed(tensor, "\"data_offsets\" must be an array of two non-negative integers, found ", what);
   }
 

@@ -17,7 +17,8 @@ int main() {
       std::cerr << "consumer: wrong gradient at " << i << ": " << g.at({i}) << "\n";
       return 1;
     }
-  const auto file = std::filesystem::temp_directory_path() / ("recur_consumer_" + std::to_string(::getpid()) + ".safetensors");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("recur_consumer_" + std::to_string(::getpid()) + ".safetensors");
   recur::save_safetensors(file, {{"grad", g}}, {{"format", "pt"}});
   const recur::Safetensors loaded = recur::load_safetensors(file);
   std::filesystem::remove(file);
