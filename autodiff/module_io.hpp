@@ -15,11 +15,17 @@
 //   load(model, "model.npz");                                 // every name, dtype and shape must match
 //   load(model, "model.npz", {.convert_dtypes = true});       // e.g. a float64 file into a float32 model
 //   LoadReport r = load(model, "part.npz", {.strict = false});  // r.missing, r.unexpected
+// The same in Hugging Face's safetensors format (core/safetensors.hpp), with the same
+// options and errors:
+//   save_safetensors(model, "model.safetensors", {{"format", "pt"}});   // metadata optional
+//   load_safetensors(model, "model.safetensors", {.convert_dtypes = true});
+//   Python:  model.load_state_dict(safetensors.torch.load_file("model.safetensors"))
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <recur/autodiff/module.hpp>
+#include <recur/core/safetensors.hpp>
 
 namespace recur {
 
@@ -62,5 +68,21 @@ LoadReport load(const Module& module, const std::filesystem::path& path, const L
 // unique, no null handle: ValueError otherwise).
 void save(const NamedShared& variables, const std::filesystem::path& path);
 LoadReport load(const NamedShared& variables, const std::filesystem::path& path, const LoadOptions& options = {});
+
+// save and load in a safetensors file: one tensor per parameter under its name (F32, F64
+// or I64), in the module's order, and `metadata` as the header's "__metadata__". The same
+// checks, errors and all-or-nothing assignment, named "recur::save_safetensors" and
+// "recur::load_safetensors"; the file's own errors are load_safetensors's (IOError for a
+// malformed file, checked before any tensor is read). Only the tensors the parameters name
+// are read: a non-strict load skips the others unread, whatever their dtype. With
+// LoadOptions::convert_dtypes, F16 and BF16 tensors load too (exactly into float32, then
+// Tensor::to the parameter's floating dtype); without it they are a DTypeError, as any
+// member of another dtype.
+void save_safetensors(const Module& module, const std::filesystem::path& path, const SafetensorsMetadata& metadata = {});
+LoadReport load_safetensors(const Module& module, const std::filesystem::path& path, const LoadOptions& options = {});
+void save_safetensors(const NamedShared& variables, const std::filesystem::path& path,
+                      const SafetensorsMetadata& metadata = {});
+LoadReport load_safetensors(const NamedShared& variables, const std::filesystem::path& path,
+                            const LoadOptions& options = {});
 
 }  // namespace recur

@@ -35,21 +35,32 @@ void assign_together(const std::vector<Shared>& variables, const std::vector<Ten
 
 void check_member(std::string_view op, const std::filesystem::path& path, std::string_view member, const Tensor& t,
                   DType dtype, const Shape& shape, std::string_view holder, std::string_view dtype_remedy) {
-  if (t.dtype() != dtype)
-    fail<DTypeError>(op, quoted(path), ": member '", member, "' is ", t.dtype(), " in the file, ", holder, " is ",
-                     dtype, dtype_remedy);
+  if (t.dtype() != dtype) fail_member_dtype(op, path, member, name_of(t.dtype()), holder, dtype, dtype_remedy);
   if (t.shape() != shape)
     fail<ShapeError>(op, quoted(path), ": member '", member, "' has shape ", to_string(t.shape()), " in the file, ",
                      holder, " has shape ", to_string(shape));
 }
 
-MemberMismatch compare_members(const TensorMap& members, const std::set<std::string, std::less<>>& expected) {
+void fail_member_dtype(std::string_view op, const std::filesystem::path& path, std::string_view member,
+                       std::string_view file_dtype, std::string_view holder, DType dtype, std::string_view dtype_remedy) {
+  fail<DTypeError>(op, quoted(path), ": member '", member, "' is ", file_dtype, " in the file, ", holder, " is ", dtype,
+                   dtype_remedy);
+}
+
+MemberMismatch compare_members(const std::set<std::string, std::less<>>& members,
+                               const std::set<std::string, std::less<>>& expected) {
   MemberMismatch m;
   for (const auto& name : expected)
     if (!members.contains(name)) m.missing.push_back(name);
-  for (const auto& [name, t] : members)
+  for (const auto& name : members)
     if (!expected.contains(name)) m.unexpected.push_back(name);
   return m;
+}
+
+MemberMismatch compare_members(const TensorMap& members, const std::set<std::string, std::less<>>& expected) {
+  std::set<std::string, std::less<>> names;
+  for (const auto& [name, t] : members) names.insert(name);
+  return compare_members(names, expected);
 }
 
 std::string MemberMismatch::describe(std::string_view missing_label, std::string_view unexpected_label) const {

@@ -1,7 +1,8 @@
 #pragma once
-// What training checkpoints (checkpoint.hpp) and module files (module_io.hpp) share: named
-// shared variables read together to be saved, the members of an .npz checked against the
-// variables they are meant for, and the checked values assigned together. Internal.
+// What training checkpoints (checkpoint.hpp) and module files (module_io.hpp, .npz and
+// safetensors) share: named shared variables read together to be saved, the members of a
+// file checked against the variables they are meant for, and the checked values assigned
+// together. Internal.
 #include <filesystem>
 #include <set>
 #include <string>
@@ -30,6 +31,11 @@ void assign_together(const std::vector<Shared>& variables, const std::vector<Ten
 // dtypes (then `dtype_remedy`, if any), ShapeError likewise with both shapes.
 void check_member(std::string_view op, const std::filesystem::path& path, std::string_view member, const Tensor& t,
                   DType dtype, const Shape& shape, std::string_view holder, std::string_view dtype_remedy = "");
+// The DTypeError check_member throws, for a member whose dtype in the file (`file_dtype`,
+// e.g. "float64" or safetensors' "F16") is not `dtype`.
+[[noreturn]] void fail_member_dtype(std::string_view op, const std::filesystem::path& path, std::string_view member,
+                                    std::string_view file_dtype, std::string_view holder, DType dtype,
+                                    std::string_view dtype_remedy = "");
 
 // The names among `expected` that the file lacks, and its members not among `expected`,
 // each in name order.
@@ -39,6 +45,8 @@ struct MemberMismatch {
   // "<missing_label> 'a', 'b'; <unexpected_label> 'c'" (each part only when it has names).
   std::string describe(std::string_view missing_label, std::string_view unexpected_label) const;
 };
+MemberMismatch compare_members(const std::set<std::string, std::less<>>& members,
+                               const std::set<std::string, std::less<>>& expected);
 MemberMismatch compare_members(const TensorMap& members, const std::set<std::string, std::less<>>& expected);
 
 }  // namespace recur::detail

@@ -15,6 +15,10 @@ find_package(xtl REQUIRED)
 find_package(xtensor REQUIRED)
 find_package(xtensor-blas REQUIRED)
 find_package(Boost 1.74 REQUIRED)
+# nlohmann-json (header-only) parses and writes safetensors headers inside recur's own .cpp
+# files; no public header includes it, so it is a build-time dependency only
+# ($<BUILD_INTERFACE:...> in CMakeLists.txt) and the installed package does not look for it.
+find_package(nlohmann_json 3.10 REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/recurXsmm.cmake)
 # The ONNX importer (ops/onnx/, target recur::onnx) needs the ONNX project's library

@@ -6,7 +6,7 @@
 # benchmark peers; --test adds clang for the fuzz harnesses and doxygen for the API reference)
 set -euo pipefail
 packages=(g++ cmake ninja-build xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
-          libboost-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev ccache
+          libboost-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libzip-dev libcli11-dev ccache
           libopenmpi-dev openmpi-bin libonnx-dev libprotobuf-dev libxsmm-dev)
 # The ONNX importer's conformance tests read the ONNX node tests of libonnx-testdata.
 if [[ "${1:-}" == "--test" ]]; then packages+=(libonnx-testdata); fi

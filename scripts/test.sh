@@ -111,19 +111,21 @@ for how in fetch subdirectory; do
 done
 
 # --- fuzzing (libFuzzer, tests/fuzz): a separate block, kept apart from the steps above ---
-echo "== libFuzzer: the .npy, .npz, checkpoint and ONNX loaders (ONNX twice: bytes, then models), 10 s each"
+echo "== libFuzzer: the .npy, .npz, checkpoint, safetensors and ONNX loaders (ONNX twice: bytes, then models), 10 s each"
 # -O1, as libFuzzer's own documentation builds: a quicker compile, and fuzzing needs no -O2.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
       -DCMAKE_CXX_COMPILER=clang++ -DRECUR_WERROR=ON -DRECUR_BUILD_FUZZ=ON -DRECUR_BUILD_TESTS=OFF \
       -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_BENCH=OFF -DRECUR_BUILD_DISTRIBUTED=OFF
-harnesses=(npy npz checkpoint)
+harnesses=(npy npz checkpoint safetensors)
 # fuzz_onnx and fuzz_onnx_structure exist when recur::onnx is built (libonnx-dev, which
 # install-deps.sh installs).
 if cmake --build build-fuzz --target help | grep -q '^fuzz_onnx:'; then harnesses+=(onnx onnx_structure); fi
 cmake --build build-fuzz -j"$jobs" --target "${harnesses[@]/#/fuzz_}"
-rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint,onnx,onnx_structure}
+rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus/{npy,npz,checkpoint,safetensors,onnx,onnx_structure}
 cp tests/data/*.npy tests/data/optim/*.npy build-fuzz/corpus/npy/
 cp tests/data/npz/*.npz build-fuzz/corpus/npz/
+# The safetensors fixtures, the malformed ones too: each breaks one rule, a step from valid.
+cp tests/data/safetensors/*.safetensors build-fuzz/corpus/safetensors/
 RECUR_FUZZ_WRITE_SEED=build-fuzz/corpus/checkpoint/seed.npz ./build-fuzz/tests/fuzz/fuzz_checkpoint
 # The ONNX seeds: PyTorch's exports (Loop and sequences among them), the example's model,
 # an ONNX Scan, and some of ONNX's own node tests when libonnx-testdata is installed.

@@ -13,32 +13,22 @@
 
 #include "expect_error.hpp"
 #include "file_helpers.hpp"
+#include "values.hpp"
 
 namespace recur {
 namespace {
 
 using testing::expect_error;
+using testing::expect_same;
 using testing::FileSizeLimit;
 using testing::listing;
 using testing::read_bytes;
+using testing::same_bytes;
 using testing::write_bytes;
 
 namespace fs = std::filesystem;
 
 const fs::path kNpz = fs::path(RECUR_TEST_DATA) / "npz";
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         (a.numel() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
-}
-
-void expect_same(const NamedTensors& got, const NamedTensors& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].first, want[i].first);
-    EXPECT_TRUE(same_bytes(got[i].second, want[i].second)) << want[i].first;
-  }
-}
 
 // The arrays of RECUR_WRITTEN and NUMPY_SAVEZ in tests/fixtures/make_npz_fixtures.py.
 const std::string kGroesse = "gr\xc3\xb6\xc3\x9f" "e";  // "größe" in UTF-8

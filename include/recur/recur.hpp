@@ -8,6 +8,7 @@
 #include <recur/core/npy.hpp>
 #include <recur/core/npz.hpp>
 #include <recur/core/random.hpp>
+#include <recur/core/safetensors.hpp>
 #include <recur/core/shape.hpp>
 #include <recur/core/storage.hpp>
 #include <recur/core/tensor.hpp>

@@ -1,8 +1,11 @@
-// Checks that an installed recur links and computes: d/dx sum(x * x) = 2x.
+// Checks that an installed recur links and computes: d/dx sum(x * x) = 2x; and that its
+// file formats work without their build-time dependencies (nlohmann-json for safetensors).
 #include <recur/recur.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <unistd.h>
 
 int main() {
   recur::Tape tape;
@@ -14,6 +17,15 @@ int main() {
       std::cerr << "consumer: wrong gradient at " << i << ": " << g.at({i}) << "\n";
       return 1;
     }
-  std::cout << "consumer: recur links and computes, the gradient of sum(x*x) is 2x\n";
+  const auto file =
+      std::filesystem::temp_directory_path() / ("recur_consumer_" + std::to_string(::getpid()) + ".safetensors");
+  recur::save_safetensors(file, {{"grad", g}}, {{"format", "pt"}});
+  const recur::Safetensors loaded = recur::load_safetensors(file);
+  std::filesystem::remove(file);
+  if (loaded.tensors.size() != 1 || recur::max_abs_diff(loaded.tensors[0].second, g) != 0) {
+    std::cerr << "consumer: the safetensors round trip lost the gradient\n";
+    return 1;
+  }
+  std::cout << "consumer: recur links and computes, the gradient of sum(x*x) is 2x (and a safetensors round trip keeps it)\n";
   return 0;
 }
