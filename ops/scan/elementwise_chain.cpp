@@ -48,27 +48,12 @@ std::int64_t block_size(std::int64_t total, std::int64_t period) {
   return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
 }
 
-// Which slots the backward reads: the operands of mul, the divisor of div, relu's operand.
-// A sum's operands it does not read (a captured loop drops such an input's buffer).
-Flags slots_read_by_backward(const ChainProgram& p) {
-  Flags read(p.slots.size(), 0);
-  auto mark = [&](const ChainOperand& o) {
-    if (o.is_input) read[o.index] = 1;
-  };
-  for (const ChainInstruction& in : p.code) {
-    if (in.code == ChainCode::mul) mark(in.a);
-    if (in.code == ChainCode::mul || in.code == ChainCode::div) mark(in.b);
-    if (in.code == ChainCode::relu) mark(in.a);
-  }
-  return read;
-}
-
 // The inputs of a chain as each block reads them, and its instructions run over a block.
 // With `read` (backward), only the slots it flags are read: the others give nullptr.
 template <class T>
 class ChainBlocks {
  public:
-  ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs, const Flags* read = nullptr)
+  ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs, const std::vector<std::uint8_t>* read = nullptr)
       : p_(p), inputs_(inputs), skipped_(p.slots.size(), 0) {
     if (read)
       for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
@@ -224,8 +209,7 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
 template <class T>
 Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
                              std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
-  const Flags read = slots_read_by_backward(p);
-  ChainBlocks<T> blocks(p, inputs, &read);
+  ChainBlocks<T> blocks(p, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
@@ -322,6 +306,21 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   return grads;
 }
 
+// Which slots the backward reads: the operands of mul, the divisor of div, relu's operand.
+// A sum's operands it does not read (a captured loop drops such an input's buffer).
+std::vector<std::uint8_t> slots_read_by_backward(const ChainProgram& p) {
+  std::vector<std::uint8_t> read(p.slots.size(), 0);
+  auto mark = [&](const ChainOperand& o) {
+    if (o.is_input) read[o.index] = 1;
+  };
+  for (const ChainInstruction& in : p.code) {
+    if (in.code == ChainCode::mul) mark(in.a);
+    if (in.code == ChainCode::mul || in.code == ChainCode::div) mark(in.b);
+    if (in.code == ChainCode::relu) mark(in.a);
+  }
+  return read;
+}
+
 // Which instructions' values the backward reads: the result of tanh, sigmoid, exp and div
 // (their derivatives are written with it) and the operands of mul, div and relu. The others
 // (sums, differences, negations) are not kept: a chain saves what a hand-fused cell saves.
@@ -382,9 +381,9 @@ struct ElementwiseChain {
   // has to run forward again first: recorded without gradients, or released).
   bool backward_reads(std::size_t which) const {
     if (which == recur::detail::kBackwardOutput || !saved) return true;
-    const Flags read = slots_read_by_backward(*program);
-    for (std::size_t j = 0; j < read.size(); ++j)
-      if (read[j] && program->slots[j].input == which) return true;
+    const ChainProgram& p = *program;
+    for (std::size_t j = 0; j < p.slots_read.size(); ++j)
+      if (p.slots_read[j] && p.slots[j].input == which) return true;
     return false;
   }
   Grads<Tensor> saved_tensors() const {
@@ -537,6 +536,7 @@ recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program)
       program->kept.push_back(static_cast<std::uint16_t>(k));
   program->outputs_read.clear();
   for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read[k]);
+  program->slots_read = slots_read_by_backward(*program);
   return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain(std::move(program)));
 }
 

@@ -52,9 +52,9 @@ struct ChainProgram {
   // The ops the instructions stand for, one per instruction (create_graph records them).
   std::vector<recur::detail::OpBox> ops;
   // The values the backward reads that are not outputs, kept by a forward with gradients,
-  // and per output whether the backward reads it (elementwise_chain_op fills both).
+  // and per output and per slot whether the backward reads it (elementwise_chain_op fills them).
   std::vector<std::uint16_t> kept;
-  std::vector<std::uint8_t> outputs_read;
+  std::vector<std::uint8_t> outputs_read, slots_read;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
