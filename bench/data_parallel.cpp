@@ -73,6 +73,7 @@ struct Options {
   std::size_t bucket_bytes = std::size_t{1} << 20;
   bool no_overlap = false;
   bool thread = false;
+  bool barrier_before_finish = false;
 };
 
 int run(const Options& o) {
@@ -113,6 +114,7 @@ int run(const Options& o) {
       Tape tape;
       tape.backward(net.loss(inputs, targets));
     }
+    if (reducer && o.barrier_before_finish) comm->barrier();  // finish() then waits for the network only
     if (reducer) reducer->finish();
     adam.step();
     adam.zero_grad();
@@ -144,6 +146,9 @@ int main(int argc, char** argv) {
   app.add_option("--bucket-bytes", o.bucket_bytes, "gradient bucket size");
   app.add_flag("--no-overlap", o.no_overlap, "all-reduce after backward instead of during it");
   app.add_flag("--thread", o.thread, "a communication thread moves the all-reduces on (default: backward polls)");
+  app.add_flag("--barrier-before-finish", o.barrier_before_finish,
+               "ranks meet before finish(), so that with --no-overlap it times the all-reduce alone, "
+               "not also the wait for a slower rank (scripts/bench_netem.sh)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);
