@@ -209,7 +209,7 @@ class HeaderHandler {
 
 // "'w' (data_offsets [0, 24])"
 std::string placed(const SafetensorsEntry& e) {
-  return "'" + escaped(e.name) + "' (data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "])";
+  return concat("'", escaped(e.name), "' (data_offsets [", e.begin, ", ", e.end, "])");
 }
 
 }  // namespace
