@@ -154,15 +154,15 @@ void Recompute::ensure_value(std::uint32_t id) {
   rematerialize(*std::prev(it));
 }
 
-void Recompute::ensure_node(const Node& n, std::uint32_t i, bool all) {
+void Recompute::ensure_node_slow(const Node& n, std::uint32_t i, bool all) {
   // A chain replays the node's whole step even when its value is held (a snapshot): the
   // rule may need what the step computed before it.
   if (Chain* chain = n.op ? chain_of(i) : nullptr) chain->ensure_step_of(i);
   else if (n.op && !n.value.defined() && (all || !dropped(i) || n.op.backward_reads(kBackwardOutput))) ensure_value(i);
-  ensure_inputs(n, all);
+  ensure_inputs_slow(n, all);
 }
 
-void Recompute::ensure_inputs(const Node& n, bool all) {
+void Recompute::ensure_inputs_slow(const Node& n, bool all) {
   for (std::size_t k = 0; k < n.inputs.size(); ++k) {
     const std::uint32_t in = n.inputs[k];
     if (!nodes_[in].value.defined() && (all || !dropped(in) || n.op.backward_reads(k))) ensure_value(in);

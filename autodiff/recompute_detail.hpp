@@ -50,8 +50,13 @@ class Recompute {
   void release_above(std::uint32_t i);
   // Recomputes the values op node `n` (node `i`) and its inputs need: with `all`, every
   // value (create_graph runs rules on Vars), else a dropped value only where its rule reads it.
-  void ensure_node(const Node& n, std::uint32_t i, bool all);
-  void ensure_inputs(const Node& n, bool all);
+  // Inline where nothing is missing (every node of a full tape with dropped values).
+  void ensure_node(const Node& n, std::uint32_t i, bool all) {
+    if (!chains_.empty() || (n.op && !n.value.defined()) || !inputs_defined(n)) ensure_node_slow(n, i, all);
+  }
+  void ensure_inputs(const Node& n, bool all) {
+    if (!inputs_defined(n)) ensure_inputs_slow(n, all);
+  }
   // After the pass: every recomputed range is released again.
   void release_all();
   // The value of node `id`, recomputed when it was released.
@@ -67,6 +72,13 @@ class Recompute {
   };
   bool all_consumed(std::uint32_t begin, std::uint32_t end) const;
   Chain* chain_of(std::uint32_t id);
+  bool inputs_defined(const Node& n) const {
+    for (std::uint32_t in : n.inputs)
+      if (!nodes_[in].value.defined()) return false;
+    return true;
+  }
+  void ensure_node_slow(const Node& n, std::uint32_t i, bool all);
+  void ensure_inputs_slow(const Node& n, bool all);
   bool dropped(std::uint32_t id) const { return std::binary_search(dropped_.begin(), dropped_.end(), id); }
   void undrop(std::uint32_t id);
   void rematerialize(Range& range);

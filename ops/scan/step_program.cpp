@@ -250,26 +250,30 @@ bool StepReplay::read_by_backward(const ValueRef& r, std::uint32_t id) const {
     if (!(value == r)) continue;
     for (const auto& [k, s] : readers) {
       const recur::detail::OpBox& reader = TapeAccess::node(tape_, values_[first_value_[k]].id()).op;
-      if (reader && reader.backward_reads(s)) return true;
+      if (!reader || reader.backward_reads(s)) return true;  // no op here: it may have one at a later step
     }
   }
   return false;
 }
 
 void StepReplay::drop_unread() {
-  for (const auto& entry : readers_) {
-    const ValueRef& value = entry.first;  // (a named reference: clang 14 cannot capture a binding)
-    if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) continue;
-    std::uint32_t id = 0;
-    if (value.kind == ValueRef::Kind::local) {
-      id = values_[first_value_[value.index]].id();
-    } else {
-      const auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.first == value.index; });
-      if (row == rows_.end()) continue;
-      id = row->second.id();
+  // This step's node of each value (0: none, a row the step did not read).
+  auto node_of = [&](const ValueRef& value) -> std::uint32_t {
+    if (value.kind == ValueRef::Kind::local) return values_[first_value_[value.index]].id();
+    for (const auto& [row_of, row] : rows_)
+      if (row_of == value.index) return row.id();
+    return 0;
+  };
+  if (!droppable_) {  // decided at the first step: every step records the same ops
+    droppable_.emplace();
+    for (std::size_t k = 0; k < readers_.size(); ++k) {
+      const ValueRef& value = readers_[k].first;
+      if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) continue;
+      if (const std::uint32_t id = node_of(value); id != 0 && !read_by_backward(value, id)) droppable_->push_back(k);
     }
-    if (!read_by_backward(value, id)) TapeAccess::drop_unread_value(tape_, id);
   }
+  for (std::size_t k : *droppable_)
+    if (const std::uint32_t id = node_of(readers_[k].first); id != 0) TapeAccess::drop_unread_value(tape_, id);
 }
 
 void StepReplay::begin_block(std::int64_t t0, std::int64_t t1, const std::vector<ArgRole>& args) {
@@ -301,6 +305,21 @@ void StepReplay::drop_unread_block() {
     const std::uint32_t id = it == block_nodes_.end() ? op.node : it->second;
     if (unread_by_backward(tape_, id)) TapeAccess::drop_unread_value(tape_, id);
   }
+}
+
+std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin, std::uint32_t end) {
+  std::vector<std::uint8_t> read(end - begin, 0);
+  for (std::uint32_t id = begin; id < end; ++id) {
+    const recur::detail::OpBox& op = TapeAccess::node(tape, id).op;
+    read[id - begin] = !op || op.backward_reads(recur::detail::kBackwardOutput);
+  }
+  for (std::uint32_t j = begin + 1; j < tape.size(); ++j) {
+    const recur::detail::Node& n = TapeAccess::node(tape, j);
+    if (!n.op) continue;
+    for (std::size_t s = 0; s < n.inputs.size(); ++s)
+      if (n.inputs[s] >= begin && n.inputs[s] < end && n.op.backward_reads(s)) read[n.inputs[s] - begin] = 1;
+  }
+  return read;
 }
 
 bool unread_by_backward(const Tape& tape, std::uint32_t id) {

@@ -135,11 +135,15 @@ class StepReplay {
   // read it; and whether the step returns it (or updates a Shared with it).
   std::vector<std::pair<ValueRef, std::vector<std::pair<std::uint32_t, std::uint32_t>>>> readers_;
   std::vector<ValueRef> returned_;
+  std::optional<std::vector<std::size_t>> droppable_;  // readers_ entries drop_unread drops
 };
 
 // Whether no backward rule reads op node `id`'s elements: neither its own op's nor that of
 // any later node that takes it as an input (a loop's products over every step, once the
 // steps are recorded: each step's row of them is dropped already).
 bool unread_by_backward(const Tape& tape, std::uint32_t id);
+// The same for every op node in [begin, end) at once, in one pass over the tape: 1 where a
+// rule reads the node's elements (or it is no op node).
+std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin, std::uint32_t end);
 
 }  // namespace recur::scan_engine::detail
