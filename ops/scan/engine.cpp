@@ -568,14 +568,9 @@ class Run final : private detail::LoopState {
     }
     std::vector<Var> values = o.values;
     if (s.reverse_stack) std::reverse(values.begin(), values.end());
-    if (s.stack_axis != 0 || !(checkpointed || replay_)) return stack(std::span<const Var>(values), s.stack_axis);
-    if (!checkpointed) {  // a captured full tape: each step's output node points at its row of the stack
-      Var out = stack(std::span<const Var>(values), 0);
-      const Tensor& all = out.value();
-      for (std::size_t t = 0; t < values.size(); ++t)
-        if (values[t].id() >= scope_.begin) TapeAccess::share_value(tape_, values[t].id(), all[static_cast<std::int64_t>(t)]);
-      return out;
-    }
+    // A checkpointed loop keeps each step's output for its replays, and a captured one for
+    // backward: they share the stacked copy. (A recorded full tape stacks with one op.)
+    if (!(checkpointed || replay_) || s.stack_axis != 0) return stack(std::span<const Var>(values), s.stack_axis);
     // stack() written out (unsqueeze each step's value, concat), because each step's value
     // now lives in the stacked result too: point the step's node, and the unsqueezed view
     // of it, at that copy, so the tape does not hold both.
