@@ -83,8 +83,8 @@ class Run final : private detail::LoopState {
     }
     policy->loop_ended(*this, t);
     if (drop_unread_) {
-      drop_unread_before_steps();
-      if (replay_) replay_->drop_unread_block();
+      replay_->drop_unread_before(before_steps_, base_);
+      replay_->drop_unread_block();
     }
     if (recording && p_.truncate_gradient >= 0 && t > p_.truncate_gradient) {
       // Drop iterations [0, t - k): gradients stop where the last k iterations begin. With
@@ -458,20 +458,6 @@ class Run final : private detail::LoopState {
                        "; it must be a single value");
   }
 
-
-  // The values the rewrite made before the steps (the input products over every step) whose
-  // elements no rule reads, once every step has read its row: their buffers go. Not one
-  // the step returns as it is (a loop-invariant output).
-  void drop_unread_before_steps() {
-    std::vector<detail::ValueRef> returned = program_->outputs;
-    for (const auto& u : program_->updates) returned.push_back(u.second);
-    const std::vector<std::uint8_t> read = detail::read_by_backward(tape_, before_steps_, base_);
-    for (std::uint32_t id = before_steps_; id < base_; ++id) {
-      const detail::ValueRef outer{detail::ValueRef::Kind::outer, id, 0};
-      if (!read[id - before_steps_] && std::find(returned.begin(), returned.end(), outer) == returned.end())
-        TapeAccess::drop_unread_value(tape_, id);
-    }
-  }
 
   // ---- what the memory policy asks (memory_policy_detail.hpp) ----------------------------
   std::vector<std::uint32_t> live_nodes() const override {

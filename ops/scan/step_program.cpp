@@ -243,15 +243,12 @@ StepReplay::StepReplay(Tape& tape, const StepProgram& program, const PushedBlock
   for (const auto& u : program.implicit_updates) returned_.push_back(u.second);
 }
 
-bool StepReplay::read_by_backward(const ValueRef& r, std::uint32_t id) const {
+bool StepReplay::read_by_backward(std::size_t value, std::uint32_t id) const {
   const recur::detail::OpBox& op = TapeAccess::node(tape_, id).op;
   if (!op || op.backward_reads(recur::detail::kBackwardOutput)) return true;  // no op: nothing to replay it
-  for (const auto& [value, readers] : readers_) {
-    if (!(value == r)) continue;
-    for (const auto& [k, s] : readers) {
-      const recur::detail::OpBox& reader = TapeAccess::node(tape_, values_[first_value_[k]].id()).op;
-      if (!reader || reader.backward_reads(s)) return true;  // no op here: it may have one at a later step
-    }
+  for (const auto& [k, s] : readers_[value].second) {
+    const recur::detail::OpBox& reader = TapeAccess::node(tape_, values_[first_value_[k]].id()).op;
+    if (!reader || reader.backward_reads(s)) return true;  // no op here: it may have one at a later step
   }
   return false;
 }
@@ -269,7 +266,7 @@ void StepReplay::drop_unread() {
     for (std::size_t k = 0; k < readers_.size(); ++k) {
       const ValueRef& value = readers_[k].first;
       if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) continue;
-      if (const std::uint32_t id = node_of(value); id != 0 && !read_by_backward(value, id)) droppable_->push_back(k);
+      if (const std::uint32_t id = node_of(value); id != 0 && !read_by_backward(k, id)) droppable_->push_back(k);
     }
   }
   for (std::size_t k : *droppable_)
@@ -300,11 +297,25 @@ void StepReplay::begin_block(std::int64_t t0, std::int64_t t1, const std::vector
 }
 
 void StepReplay::drop_unread_block() {
+  if (blocks_.ops.empty()) return;
+  std::vector<std::uint32_t> ids;
   for (const PushedBlocks::Op& op : blocks_.ops) {
     const auto it = block_nodes_.find(op.node);
-    const std::uint32_t id = it == block_nodes_.end() ? op.node : it->second;
-    if (unread_by_backward(tape_, id)) TapeAccess::drop_unread_value(tape_, id);
+    ids.push_back(it == block_nodes_.end() ? op.node : it->second);
   }
+  const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
+  const std::uint32_t begin = *lo;
+  const std::vector<std::uint8_t> read = recur::scan_engine::detail::read_by_backward(tape_, begin, *hi + 1);
+  for (std::uint32_t id : ids)
+    if (!read[id - begin]) TapeAccess::drop_unread_value(tape_, id);
+}
+
+void StepReplay::drop_unread_before(std::uint32_t begin, std::uint32_t end) {
+  const std::vector<std::uint8_t> read = recur::scan_engine::detail::read_by_backward(tape_, begin, end);
+  for (std::uint32_t id = begin; id < end; ++id)
+    if (!read[id - begin] &&
+        std::find(returned_.begin(), returned_.end(), ValueRef{ValueRef::Kind::outer, id, 0}) == returned_.end())
+      TapeAccess::drop_unread_value(tape_, id);
 }
 
 std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin, std::uint32_t end) {
@@ -322,17 +333,7 @@ std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin
   return read;
 }
 
-bool unread_by_backward(const Tape& tape, std::uint32_t id) {
-  const recur::detail::OpBox& op = TapeAccess::node(tape, id).op;
-  if (!op || op.backward_reads(recur::detail::kBackwardOutput)) return false;
-  for (std::uint32_t j = id + 1; j < tape.size(); ++j) {
-    const recur::detail::Node& n = TapeAccess::node(tape, j);
-    if (!n.op) continue;
-    for (std::size_t s = 0; s < n.inputs.size(); ++s)
-      if (n.inputs[s] == id && n.op.backward_reads(s)) return false;
-  }
-  return true;
-}
+bool unread_by_backward(const Tape& tape, std::uint32_t id) { return !read_by_backward(tape, id, id + 1)[0]; }
 
 Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t) {
   switch (r.kind) {

@@ -110,6 +110,10 @@ class StepReplay {
   // After the block's last step: drops the buffers of its pushed-out work that no backward
   // rule reads (its rows are read: each step's sums took them).
   void drop_unread_block();
+  // After the loop: drops the buffers of the values made before its steps, nodes [begin,
+  // end) (the input products over every step, once every step has read its row), that no
+  // rule reads and the step does not return as they are.
+  void drop_unread_before(std::uint32_t begin, std::uint32_t end);
   // After run: drops the buffers of the step's values that no backward rule reads (a product
   // only a sum reads, a row of an input product): TapeAccess::drop_unread_value. Not the
   // values the step returns or updates with.
@@ -117,8 +121,9 @@ class StepReplay {
 
  private:
   Var resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t);
-  // Whether a backward rule reads value `r`: its own op's, or a reader's (after run).
-  bool read_by_backward(const ValueRef& r, std::uint32_t id) const;
+  // Whether a backward rule reads readers_[value]'s value, node `id` at this step: its own
+  // op's, or a reader's (after run).
+  bool read_by_backward(std::size_t value, std::uint32_t id) const;
 
   Tape& tape_;
   const StepProgram& program_;
