@@ -306,34 +306,22 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   return grads;
 }
 
-// Which slots the backward reads: the operands of mul, the divisor of div, relu's operand.
-// A sum's operands it does not read (a captured loop drops such an input's buffer).
-std::vector<std::uint8_t> slots_read_by_backward(const ChainProgram& p) {
-  std::vector<std::uint8_t> read(p.slots.size(), 0);
-  auto mark = [&](const ChainOperand& o) {
-    if (o.is_input) read[o.index] = 1;
-  };
-  for (const ChainInstruction& in : p.code) {
-    if (in.code == ChainCode::mul) mark(in.a);
-    if (in.code == ChainCode::mul || in.code == ChainCode::div) mark(in.b);
-    if (in.code == ChainCode::relu) mark(in.a);
-  }
-  return read;
-}
-
-// Which instructions' values the backward reads: the result of tanh, sigmoid, exp and div
-// (their derivatives are written with it) and the operands of mul, div and relu. The others
-// (sums, differences, negations) are not kept: a chain saves what a hand-fused cell saves.
-std::vector<std::uint8_t> read_by_backward(const ChainProgram& p) {
-  std::vector<std::uint8_t> read(p.code.size());
-  auto mark = [&](const ChainOperand& o) {
-    if (!o.is_input) read[o.index] = 1;
-  };
+// What the backward reads: per instruction, its value (the result of tanh, sigmoid, exp and
+// div, whose derivatives are written with it, and the operands of mul, div and relu); per
+// slot, the input it reads in place (such an operand that is an input). The others (sums,
+// differences, negations) are not kept: a chain saves what a hand-fused cell saves, and a
+// captured loop drops an input only a sum reads.
+struct BackwardReads {
+  std::vector<std::uint8_t> values, slots;
+};
+BackwardReads read_by_backward(const ChainProgram& p) {
+  BackwardReads read{std::vector<std::uint8_t>(p.code.size(), 0), std::vector<std::uint8_t>(p.slots.size(), 0)};
+  auto mark = [&](const ChainOperand& o) { (o.is_input ? read.slots : read.values)[o.index] = 1; };
   for (std::size_t k = 0; k < p.code.size(); ++k) {
     const ChainInstruction& in = p.code[k];
     switch (in.code) {
-      case ChainCode::tanh: case ChainCode::sigmoid: case ChainCode::exp: read[k] = 1; break;
-      case ChainCode::div: read[k] = 1; mark(in.b); break;
+      case ChainCode::tanh: case ChainCode::sigmoid: case ChainCode::exp: read.values[k] = 1; break;
+      case ChainCode::div: read.values[k] = 1; mark(in.b); break;
       case ChainCode::mul: mark(in.a); mark(in.b); break;
       case ChainCode::relu: mark(in.a); break;
       default: break;
@@ -529,14 +517,14 @@ struct ElementwiseChain {
 }  // namespace
 
 recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program) {
-  const std::vector<std::uint8_t> read = read_by_backward(*program);
+  BackwardReads read = read_by_backward(*program);
   program->kept.clear();
-  for (std::size_t k = 0; k < read.size(); ++k)
-    if (read[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
+  for (std::size_t k = 0; k < read.values.size(); ++k)
+    if (read.values[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
       program->kept.push_back(static_cast<std::uint16_t>(k));
   program->outputs_read.clear();
-  for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read[k]);
-  program->slots_read = slots_read_by_backward(*program);
+  for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read.values[k]);
+  program->slots_read = std::move(read.slots);
   return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain(std::move(program)));
 }
 
