@@ -137,9 +137,6 @@ struct WeightGradSum {
 
 }  // namespace
 
-Var step_matmul(const Var& h, const Var& w, bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
-  return record(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()}, h, w);
-}
 recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
   return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()});
 }

@@ -36,9 +36,8 @@ class WeightGradRows {
   std::int64_t filled_ = 0;
 };
 
-// h W (transpose_w: h W^T) at one step, its weight gradient through `rows`.
-Var step_matmul(const Var& h, const Var& w, bool transpose_w, std::shared_ptr<WeightGradRows> rows);
-// The op of step_matmul, for a captured step's program.
+// The op of h W (transpose_w: h W^T) at one step of a captured step's program, its weight
+// gradient through `rows`.
 recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows);
 // W itself; its backward adds the rows `rows` still holds into W's gradient.
 Var weight_grad_sum(const Var& w, std::shared_ptr<WeightGradRows> rows);
