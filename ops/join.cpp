@@ -37,9 +37,26 @@ std::int64_t check_joinable(std::string_view op, std::span<const V> xs, std::int
   return ax;
 }
 
+// The inputs as one tensor of shape `out` without a copy, when they already lie one after
+// the other in one buffer and the axis is outermost (a loop that wrote its steps' values
+// into the rows of its stacked result); undefined otherwise.
+Tensor joined_in_place(std::span<const Tensor> xs, const Shape& out, const detail::AxisBlocks& b) {
+  if (b.outer != 1 || !xs[0].storage()) return {};
+  for (std::size_t k = 1; k < xs.size(); ++k)
+    if (xs[k].storage() != xs[0].storage() ||
+        xs[k].raw_data() != static_cast<const char*>(xs[k - 1].raw_data()) + xs[k - 1].nbytes())
+      return {};
+  const auto start = static_cast<const char*>(xs[0].raw_data()) - static_cast<const char*>(xs[0].storage()->data());
+  return Tensor(xs[0].storage(), start / static_cast<std::ptrdiff_t>(size_of(xs[0].dtype())), out, xs[0].dtype());
+}
+
 struct Concat {
   static constexpr std::string_view name = "concat";
   std::int64_t axis;
+  // Values on a tape are never written after they are made, so a recorded concat may return
+  // a view of its inputs' buffer (joined_in_place); the Tensor form always copies, since its
+  // caller may write to the result.
+  bool may_view = false;
   OpAttributes attributes() const { return {{"axis", axis}}; }
   Tensor forward(std::span<const Tensor> xs) const {
     const std::int64_t ax = check_joinable(name, xs, axis, false);
@@ -48,8 +65,10 @@ struct Concat {
     for (const auto& x : xs)
       if (__builtin_add_overflow(out[ax], x.shape()[ax], &out[ax]))
         fail<ShapeError>(name, "the inputs' sizes along axis ", ax, " add up past int64");
-    Tensor y = Tensor::empty(out, xs[0].dtype());
     const detail::AxisBlocks b(out, ax);
+    if (may_view)
+      if (Tensor joined = joined_in_place(xs, out, b); joined.defined()) return joined;
+    Tensor y = Tensor::empty(out, xs[0].dtype());
     // Each outer block of the output is the inputs' blocks one after the other.
     dispatch(y.dtype(), [&]<class T>() {
       boost::container::small_vector<const T*, 8> src;
@@ -132,7 +151,7 @@ Tensor concat(std::span<const Tensor> xs, std::int64_t axis) { return Concat{axi
 Var concat(std::span<const Var> xs, std::int64_t axis) {
   // record_list needs a tape, which an empty list has not: say what is wrong instead.
   if (xs.empty()) check_joinable(Concat::name, xs, axis, false);
-  return record_list(Concat{axis}, xs);
+  return record_list(Concat{axis, true}, xs);
 }
 Tensor concat(std::initializer_list<Tensor> xs, std::int64_t axis) { return concat(std::span(xs), axis); }
 Var concat(std::initializer_list<Var> xs, std::int64_t axis) { return concat(std::span(xs), axis); }

@@ -125,6 +125,32 @@ TEST(Joining, VarFormsAcceptVectorsAndLists) {
   EXPECT_EQ(values(b.grad()), (Doubles{2, 2, 2}));
 }
 
+// A recorded concat of pieces that lie one after the other in one buffer (rows a loop wrote
+// into its stacked result) is a view of that buffer: tape values are never written. Pieces
+// out of order, or side by side on an inner axis, are copied; so is every Tensor concat,
+// whose caller may write to the result. Gradients are the same either way.
+TEST(Joining, RecordedConcatOfAdjacentRowsIsAView) {
+  Tape tape;
+  const Var all = tape.variable(iota({4, 3}, DType::float64));
+  const std::vector<Var> rows{index(all, 0, 0), slice(all, 0, 1, 3), index(all, 0, 3)};
+  std::vector<Var> parts;
+  for (const Var& r : rows) parts.push_back(r.rank() == 1 ? unsqueeze(r, 0) : r);
+  const Var joined = concat(parts);
+  EXPECT_EQ(values(joined), values(all));
+  for (const Var& p : parts) ASSERT_EQ(p.value().storage(), all.value().storage());  // rows along axis 0 are views
+  EXPECT_EQ(joined.value().storage(), all.value().storage());
+  EXPECT_EQ(joined.value().raw_data(), all.value().raw_data());
+  const Var reordered = concat({parts[2], parts[0]});
+  EXPECT_NE(reordered.value().storage(), parts[0].value().storage());
+  EXPECT_EQ(values(reordered), (Doubles{9, 10, 11, 0, 1, 2}));
+  const Var columns = concat({slice(joined, 1, 0, 1), slice(joined, 1, 1, 3)}, 1);  // not one block per piece
+  EXPECT_EQ(values(columns), values(all));
+  const std::vector<Tensor> tensors{parts[0].value(), parts[1].value(), parts[2].value()};
+  EXPECT_NE(concat(std::span<const Tensor>(tensors)).storage(), parts[0].value().storage());
+  tape.backward(sum(joined * joined) + sum(reordered) + sum(columns));
+  EXPECT_EQ(values(all.grad()), (Doubles{2, 4, 6, 7, 9, 11, 13, 15, 17, 20, 22, 24}));  // 2x + 1, + 1 on rows 0, 3
+}
+
 // ---- errors -------------------------------------------------------------------------
 
 TEST(IndexingErrors, Slice) {

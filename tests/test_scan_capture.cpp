@@ -571,6 +571,41 @@ TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
       << "captured:\n" << reports[1].to_string() << "\nrecorded:\n" << reports[0].to_string();
 }
 
+// A captured full tape writes each step's outputs into their rows of the stacked results as
+// it goes: the step's own buffers are used again by the next step instead of waiting, one
+// per step and output, in the allocator's pool until the loop ends (which raised the peak by
+// the size of every stacked output). The results are views of those buffers, equal to the
+// recorded loop's (values to the bit).
+TEST(ScanCapture, StepOutputsAreWrittenIntoTheStackedResultsAsTheLoopGoes) {
+  constexpr std::int64_t steps = 400, batch = 3, hidden = 5;  // long enough to dwarf the trial's own buffers
+  Tensor values[2], grads[2];
+  for (const Capture capture : {Capture::off, Capture::required}) {
+    Tape tape;
+    const Var w = tape.variable(init(1, {hidden, hidden})), xs = tape.variable(init(2, {steps, batch, hidden}));
+    const Var h0 = tape.constant(zeros({batch, hidden}, f64));
+    memory::trim_pool();
+    // Two stacked outputs: the state h' and u = h' * x.
+    const ScanResult r = scan(
+        [](S a) -> StepResult {
+          const Var h = tanh(matmul(a[1], a[2]) + a[0]);
+          return {h, h * a[0]};
+        },
+        {.sequences = {xs}, .outputs_info = {h0, OutputInfo()}, .non_sequences = {w}, .capture = capture});
+    const std::size_t cached = memory::pool_stats().cached_bytes;
+    if (capture == Capture::required) {
+      ASSERT_TRUE(r.capture.captured) << r.capture.reason;
+      EXPECT_LT(cached, steps * batch * hidden * sizeof(double)) << "the steps' own output buffers are left in the pool";
+      for (int k : {0, 1}) EXPECT_EQ(r[k].value().nbytes(), r[k].value().storage()->bytes());  // the buffer, whole
+    }
+    tape.backward(sum(r[0]) + sum(r[1]));
+    auto flat = [](const Tensor& t) { return t.view({t.numel()}); };
+    values[capture == Capture::required] = concat({flat(r[0].value()), flat(r[1].value())});
+    grads[capture == Capture::required] = concat({flat(w.grad()), flat(xs.grad())});
+  }
+  EXPECT_TRUE(testing::same_bytes(values[0], values[1]));
+  EXPECT_LE(relative_error(grads[0], grads[1]), 1e-12);  // w's gradient: batched over the steps
+}
+
 // A Shared updated by the step (Theano's updates) is read at the next step as its update.
 TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
   Shared total(zeros({2}, f64), "total");

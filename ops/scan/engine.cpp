@@ -214,6 +214,7 @@ class Run final : private detail::LoopState {
   // What iteration t's step returned, taken into the loop's state.
   bool take_result(std::int64_t t, const StepResult& r) {
     check_result(r, t);
+    if (replay_ && drop_unread_ && !mask_) stack_in_place(t, r);
     if (mask_) mask_->begin_iteration(t);
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       OutputPlan& o = outs_[j];
@@ -238,6 +239,34 @@ class Run final : private detail::LoopState {
       scope_.set_override(shared, value.id());
     }
     return r.until.defined() && r.until.value().item<double>() != 0;
+  }
+
+  // A captured full tape keeps each step's stacked outputs once: step t's value is copied
+  // into its row of the stacked result at once and its node points there, so the step's own
+  // buffer serves the next step, and stacked() joins the rows without copying them. (Done at
+  // the end, every step's buffer would be free only after the copy, and stay in the pool.)
+  void stack_in_place(std::int64_t t, const StepResult& r) {
+    if (stacks_.empty()) stacks_.resize(outs_.size());
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      const OutputSpec& s = *outs_[j].spec;
+      const Var& v = r.outputs[j];
+      if (s.keep != Keep::all || s.stack_axis != 0 || v.id() < scope_.begin || !v.value().defined()) continue;
+      const Tensor& value = v.value();
+      // Already in a stacked result: one value returned as several outputs (their results
+      // share that buffer), or a state returned unchanged (stacked() copies then).
+      if (std::any_of(stacks_.begin(), stacks_.end(), [&](const Tensor& a) { return a.storage() == value.storage(); }))
+        continue;
+      Tensor& all = stacks_[j];
+      if (!all.defined()) {
+        Shape shape{steps_};
+        shape.insert(shape.end(), value.shape().begin(), value.shape().end());
+        all = Tensor::empty(shape, value.dtype());
+      }
+      if (value.dtype() != all.dtype() || value.shape() != all[0].shape()) continue;  // check_result's to say
+      Tensor row = all[s.reverse_stack ? steps_ - 1 - t : t];
+      std::copy_n(static_cast<const char*>(value.raw_data()), value.nbytes(), static_cast<char*>(row.raw_data()));
+      TapeAccess::share_value(tape_, v.id(), row);
+    }
   }
 
   // ---- capturing the step (step_program_detail.hpp) ------------------------------------
@@ -598,6 +627,7 @@ class Run final : private detail::LoopState {
   Updates updates_;
   std::vector<Shared> implicit_;  // Shared values updated inside the step (random streams)
   std::optional<LengthMask> mask_;  // per-element lengths, when given
+  std::vector<Tensor> stacks_;      // per output, its stacked result filled step by step (stack_in_place)
   std::optional<detail::StepProgram> program_;  // the captured step, when it was captured
   std::optional<detail::StepReplay> replay_;
   std::optional<detail::RewriteContext> rewrite_cx_;  // the captured step's (its sequences' blocks)
