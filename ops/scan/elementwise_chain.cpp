@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include <recur/autodiff/no_grad.hpp>
@@ -132,22 +133,25 @@ class ChainBlocks {
   template <class Values>
   void run(std::int64_t begin, std::int64_t n, Values&& values) {
     load(begin, n);
-    for (std::size_t k = 0; k < p_.code.size(); ++k) {
-      const ChainInstruction& in = p_.code[k];
-      const T* a = operand(in.a, begin, values);
-      const T* b = unary(in.code) ? nullptr : operand(in.b, begin, values);
-      T* y = values(k);
-      switch (in.code) {
-        case ChainCode::add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; break;
-        case ChainCode::sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; break;
-        case ChainCode::mul: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i]; break;
-        case ChainCode::div: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i]; break;
-        case ChainCode::neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -a[i]; break;
-        case ChainCode::tanh: recur::detail::tanh_values(a, y, n); break;
-        case ChainCode::sigmoid: recur::detail::sigmoid_values(a, y, n); break;
-        case ChainCode::exp: for (std::int64_t i = 0; i < n; ++i) y[i] = std::exp(a[i]); break;
-        case ChainCode::relu: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= 0 ? T(0) : a[i]; break;
-      }
+    for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values);
+  }
+  // Instruction k's value over elements [begin, begin + n) (after load), into values(k).
+  template <class Values>
+  void run_instruction(std::size_t k, std::int64_t begin, std::int64_t n, Values&& values) const {
+    const ChainInstruction& in = p_.code[k];
+    const T* a = operand(in.a, begin, values);
+    const T* b = unary(in.code) ? nullptr : operand(in.b, begin, values);
+    T* y = values(k);
+    switch (in.code) {
+      case ChainCode::add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; break;
+      case ChainCode::sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; break;
+      case ChainCode::mul: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i]; break;
+      case ChainCode::div: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i]; break;
+      case ChainCode::neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -a[i]; break;
+      case ChainCode::tanh: recur::detail::tanh_values(a, y, n); break;
+      case ChainCode::sigmoid: recur::detail::sigmoid_values(a, y, n); break;
+      case ChainCode::exp: for (std::int64_t i = 0; i < n; ++i) y[i] = std::exp(a[i]); break;
+      case ChainCode::relu: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= 0 ? T(0) : a[i]; break;
     }
   }
 
@@ -207,7 +211,7 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
 // values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
 // input live in scratch; an input's gradient is written once per block.
 template <class T>
-Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
+Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<T* const> values,
                              std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
   ChainBlocks<T> blocks(p, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
@@ -219,10 +223,18 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
                                             : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
+  // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
+  T* const remade = scratch<T>(0, p.recomputed.size() * static_cast<std::size_t>(block));
+  boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
+  for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
   Flags written(n_code + n_slots, 0);
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-    auto value = [&](std::size_t k) { return values[k] ? values[k] + begin : nullptr; };
+    auto value = [&](std::size_t k) -> T* {
+      if (values[k]) return values[k] + begin;
+      return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
+    };
     blocks.load(begin, n);
+    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value);
     std::fill(written.begin(), written.end(), 0);
     // Register r: value r's gradient (r < n_code), or slot r - n_code's.
     auto reg = [&](std::size_t r) { return regs + r * block; };
@@ -328,6 +340,38 @@ BackwardReads read_by_backward(const ChainProgram& p) {
     }
   }
   return read;
+}
+
+// The read values backward makes again instead of the forward keeping them: a tanh, sigmoid
+// or exp (its rule reads its result) made by sums, differences, negations and products from
+// kept values and read slots alone, as the fused LSTM makes tanh c' again from c. One
+// transcendental per element in backward costs less than a row of memory per step held
+// from forward to backward. Returns per instruction whether it is made again (the values and
+// the sums and products they are made from); `keep` loses the values made again.
+Flags made_again(const ChainProgram& p, const BackwardReads& read, Flags& keep) {
+  const std::size_t n = p.code.size();
+  Flags again(n, 0);
+  auto is_output = [&](std::size_t k) { return std::find(p.outputs.begin(), p.outputs.end(), k) != p.outputs.end(); };
+  auto cheap = [](ChainCode c) { return c == ChainCode::add || c == ChainCode::sub || c == ChainCode::mul || c == ChainCode::neg; };
+  // Whether operand o can be made from what backward holds; the cheap values it needs go to `need`.
+  std::function<bool(const ChainOperand&, Flags&)> makeable = [&](const ChainOperand& o, Flags& need) {
+    if (o.is_input) return read.slots[o.index] != 0;
+    const std::size_t j = o.index;
+    if (keep[j] || again[j] || need[j]) return true;
+    if (!cheap(p.code[j].code)) return false;
+    need[j] = 1;
+    return makeable(p.code[j].a, need) && (unary(p.code[j].code) || makeable(p.code[j].b, need));
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const ChainCode c = p.code[k].code;
+    if (!keep[k] || is_output(k) || (c != ChainCode::tanh && c != ChainCode::sigmoid && c != ChainCode::exp)) continue;
+    Flags need(n, 0);
+    if (!makeable(p.code[k].a, need)) continue;
+    keep[k] = 0;
+    again[k] = 1;
+    for (std::size_t j = 0; j < n; ++j) again[j] = again[j] || need[j];
+  }
+  return again;
 }
 
 struct ElementwiseChain {
@@ -437,9 +481,8 @@ struct ElementwiseChain {
       }
       return dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
         const auto rows = value_rows<T>();
-        const boost::container::small_vector<const T*, 32> values(rows.begin(), rows.end());
         return chain_backward<T>(*program, std::span<const Tensor>(inputs.data(), inputs.size()),
-                                 std::span<const T* const>(values.data(), values.size()),
+                                 std::span<T* const>(rows.data(), rows.size()),
                                  std::span<const Tensor>(grads.data(), grads.size()), a.needs);
       });
     } else {
@@ -518,10 +561,15 @@ struct ElementwiseChain {
 
 recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program) {
   BackwardReads read = read_by_backward(*program);
+  Flags keep(read.values.begin(), read.values.end());
+  const Flags again = made_again(*program, read, keep);
   program->kept.clear();
-  for (std::size_t k = 0; k < read.values.size(); ++k)
-    if (read.values[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
+  program->recomputed.clear();
+  for (std::size_t k = 0; k < read.values.size(); ++k) {
+    if (again[k]) program->recomputed.push_back(static_cast<std::uint16_t>(k));
+    if (keep[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
       program->kept.push_back(static_cast<std::uint16_t>(k));
+  }
   program->outputs_read.clear();
   for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read.values[k]);
   program->slots_read = std::move(read.slots);

@@ -55,6 +55,9 @@ struct ChainProgram {
   // and per output and per slot whether the backward reads it (elementwise_chain_op fills them).
   std::vector<std::uint16_t> kept;
   std::vector<std::uint8_t> outputs_read, slots_read;
+  // Values the backward reads but makes again per block instead (a tanh c' from the kept
+  // values and inputs it is made of), with the values they are made from, in order.
+  std::vector<std::uint16_t> recomputed;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
