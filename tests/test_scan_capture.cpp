@@ -607,6 +607,40 @@ TEST(ScanCapture, StepOutputsAreWrittenIntoTheStackedResultsAsTheLoopGoes) {
   EXPECT_LE(relative_error(grads[0], grads[1]), 1e-12);  // w's gradient: batched over the steps
 }
 
+// A chain whose main output its own rule reads (h' = tanh(...): tanh's derivative is 1 - h'^2)
+// reads it from the step's node, which points into the stacked result: the chain holds no copy.
+TEST(ScanCapture, AChainReadsItsMainOutputFromTheStackedResult) {
+  constexpr std::int64_t steps = 9, batch = 3, hidden = 4;
+  Tensor values[2], grads[2];
+  for (const Capture capture : {Capture::off, Capture::required}) {
+    Tape tape;
+    const Var w = tape.variable(init(1, {hidden, hidden})), g = tape.variable(init(2, {hidden}));
+    const Var b = tape.variable(init(3, {hidden})), xs = tape.variable(init(4, {steps, batch, hidden}));
+    const ScanResult r = scan([](S a) -> StepResult { return tanh(matmul(a[1], a[2]) + a[0] - a[3] + a[4]); },
+                              {.sequences = {xs},
+                               .outputs_info = {tape.constant(zeros({batch, hidden}, f64))},
+                               .non_sequences = {w, g, b},
+                               .capture = capture});
+    if (capture == Capture::required) {
+      ASSERT_TRUE(r.capture.captured) << r.capture.reason;
+      EXPECT_EQ(r.capture.fused_chains, 1) << "the step's elementwise ops were not fused";
+      const MemoryReport report = tape.memory_report();
+      bool listed = false;
+      for (const OpMemory& m : report.ops) {
+        if (m.name != "scan_elementwise_chain") continue;
+        listed = true;
+        EXPECT_EQ(m.bytes, 0u) << report.to_string();
+      }
+      EXPECT_TRUE(listed) << report.to_string();
+    }
+    tape.backward(sum(r[0] * r[0]));
+    values[capture == Capture::required] = r[0].value();
+    grads[capture == Capture::required] = concat({w.grad().view({hidden * hidden}), g.grad(), b.grad()});
+  }
+  EXPECT_TRUE(testing::same_bytes(values[0], values[1]));
+  EXPECT_LE(relative_error(grads[0], grads[1]), 1e-12);
+}
+
 // A Shared updated by the step (Theano's updates) is read at the next step as its update.
 TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
   Shared total(zeros({2}, f64), "total");

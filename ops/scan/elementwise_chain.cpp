@@ -133,15 +133,14 @@ class ChainBlocks {
   template <class Values>
   void run(std::int64_t begin, std::int64_t n, Values&& values) {
     load(begin, n);
-    for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values);
+    for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values, values(k));
   }
-  // Instruction k's value over elements [begin, begin + n) (after load), into values(k).
+  // Instruction k's value over elements [begin, begin + n) (after load), into y.
   template <class Values>
-  void run_instruction(std::size_t k, std::int64_t begin, std::int64_t n, Values&& values) const {
+  void run_instruction(std::size_t k, std::int64_t begin, std::int64_t n, Values&& values, T* y) const {
     const ChainInstruction& in = p_.code[k];
     const T* a = operand(in.a, begin, values);
     const T* b = unary(in.code) ? nullptr : operand(in.b, begin, values);
-    T* y = values(k);
     switch (in.code) {
       case ChainCode::add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; break;
       case ChainCode::sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; break;
@@ -211,7 +210,7 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
 // values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
 // input live in scratch; an input's gradient is written once per block.
 template <class T>
-Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<T* const> values,
+Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
                              std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
   ChainBlocks<T> blocks(p, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
@@ -229,12 +228,12 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
   Flags written(n_code + n_slots, 0);
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-    auto value = [&](std::size_t k) -> T* {
+    auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
       return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
     };
     blocks.load(begin, n);
-    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value);
+    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
     std::fill(written.begin(), written.end(), 0);
     // Register r: value r's gradient (r < n_code), or slot r - n_code's.
     auto reg = [&](std::size_t r) { return regs + r * block; };
@@ -379,9 +378,10 @@ struct ElementwiseChain {
   std::shared_ptr<const ChainProgram> program;
   explicit ElementwiseChain(std::shared_ptr<const ChainProgram> p) : program(std::move(p)) {}
   // From the last forward with gradients on (`saved`), what backward reads: the values that
-  // stay inside the chain ([instructions, elements], a row each) and the outputs it reads
-  // (undefined where it does not: the node holds those, and a loop may point the node at
-  // its stacked copy). And the outputs after the first, for more_outputs().
+  // stay inside the chain ([instructions, elements], a row each) and the outputs after the
+  // first that it reads (undefined where it does not: their nodes hold them). The first it
+  // reads from its node (BackwardArgs::output), which a loop may point at its stacked copy:
+  // a copy of its own would be held twice. And the outputs after the first, for more_outputs().
   mutable Tensor inner;
   mutable std::vector<Tensor> outputs, more;
   mutable bool saved = false;
@@ -452,7 +452,7 @@ struct ElementwiseChain {
           blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(k); });
         });
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
-          if (!p.outputs_read[o]) outputs[o] = Tensor();
+          if (o == 0 || !p.outputs_read[o]) outputs[o] = Tensor();  // the first: backward reads the node's
         saved = true;
         return;
       }
@@ -481,8 +481,10 @@ struct ElementwiseChain {
       }
       return dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
         const auto rows = value_rows<T>();
+        boost::container::small_vector<const T*, 32> values(rows.begin(), rows.end());
+        if (program->outputs_read[0]) values[program->outputs[0]] = a.output.template data<T>();
         return chain_backward<T>(*program, std::span<const Tensor>(inputs.data(), inputs.size()),
-                                 std::span<T* const>(rows.data(), rows.size()),
+                                 std::span<const T* const>(values.data(), values.size()),
                                  std::span<const Tensor>(grads.data(), grads.size()), a.needs);
       });
     } else {
