@@ -108,6 +108,22 @@ std::vector<std::vector<T>> run_all(const KernelTable<T>& k, std::int64_t n, uns
     k.tanh_row(a.data(), t.data(), n);
     out.insert(out.end(), {s1, s2, t});
   }
+  {  // a fused chain's arithmetic and every gradient rule, written and added
+    const auto a = row(n, 100), b = row(n, 100), g = row(n, 10);
+    for (auto op : {recur::detail::ChainArith::add, recur::detail::ChainArith::sub, recur::detail::ChainArith::mul,
+                    recur::detail::ChainArith::div}) {
+      std::vector<T> y(n);
+      k.chain_arith_row(op, a.data(), b.data(), y.data(), n);
+      out.push_back(y);
+    }
+    using R = recur::detail::ChainGrad;
+    for (R rule : {R::copy, R::negate, R::times, R::divide, R::divisor, R::tanh, R::sigmoid, R::relu})
+      for (bool accumulate : {false, true}) {
+        std::vector<T> r = g;
+        k.chain_grad_row(rule, accumulate, g.data(), a.data(), b.data(), r.data(), n);
+        out.push_back(r);
+      }
+  }
   return out;
 }
 
@@ -141,15 +157,29 @@ void expect_portable_bits(KernelIsa isa) {
 TEST(KernelTable, Avx2TableGivesThePortableBits) { expect_portable_bits(KernelIsa::avx2); }
 TEST(KernelTable, Avx512TableGivesThePortableBits) { expect_portable_bits(KernelIsa::avx512); }
 
-// The check above can fail: a table whose tanh differs in one element is caught.
+// The check above can fail: a table whose tanh, or whose chain rule for sigmoid, differs
+// in one element is caught.
+bool any_difference(const KernelTable<float>& k) {
+  const auto want = run_all(portable_kernels<float>(), 13, 1), got = run_all(k, 13, 1);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!same_bits(want[i], got[i])) return true;
+  return false;
+}
 TEST(KernelTable, ComparisonSeesADifferentKernel) {
+  EXPECT_FALSE(any_difference(portable_kernels<float>()));
   KernelTable<float> k = portable_kernels<float>();
   k.tanh_row = [](const float* a, float* out, std::int64_t n) {
     portable_kernels<float>().tanh_row(a, out, n);
     out[n - 1] = std::nextafter(out[n - 1], 2.f);
   };
-  const auto want = run_all(portable_kernels<float>(), 13, 1), got = run_all(k, 13, 1);
-  EXPECT_FALSE(same_bits(want.back(), got.back()));
+  EXPECT_TRUE(any_difference(k));
+  k = portable_kernels<float>();
+  k.chain_grad_row = [](recur::detail::ChainGrad rule, bool accumulate, const float* g, const float* u, const float* v,
+                        float* r, std::int64_t n) {
+    portable_kernels<float>().chain_grad_row(rule, accumulate, g, u, v, r, n);
+    if (rule == recur::detail::ChainGrad::sigmoid) r[0] = std::nextafter(r[0], 2.f);
+  };
+  EXPECT_TRUE(any_difference(k));
 }
 
 TEST(KernelTable, ChoiceFollowsTheCpuAndTheEnvironment) {

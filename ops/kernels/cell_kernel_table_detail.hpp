@@ -1,6 +1,7 @@
 #pragma once
-// Internal: the elementwise kernels of the recurrent cells (cell_kernels_detail.hpp) and the
-// sigmoid and tanh rows (fast_math_detail.hpp) as a table of function pointers, one table
+// Internal: the elementwise kernels of the recurrent cells (cell_kernels_detail.hpp), the
+// sigmoid and tanh rows (fast_math_detail.hpp) and the fused chains' arithmetic
+// (chain_kernels_detail.hpp) as a table of function pointers, one table
 // per instruction set they were compiled for:
 //   portable: cell_kernels_portable.cpp, the target's baseline (SSE2 on x86-64);
 //   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64: the exp and select
@@ -16,6 +17,7 @@
 // This header may include kernel headers only: cell_kernels_avx2.cpp includes it.
 #include <cstdint>
 
+#include <recur/ops/kernels/chain_kernels_detail.hpp>
 #include <recur/ops/kernels/fast_math_detail.hpp>
 #include <recur/ops/kernels/cell_kernels_detail.hpp>
 
@@ -48,6 +50,10 @@ struct KernelTable {
   } gru;
   void (*sigmoid_row)(const T* a, const T* b, T* out, I n);
   void (*tanh_row)(const T* a, T* out, I n);
+  // A fused chain's arithmetic over a block (chain_kernels_detail.hpp).
+  void (*chain_arith_row)(recur::detail::ChainArith op, const T* a, const T* b, T* y, I n);
+  void (*chain_grad_row)(recur::detail::ChainGrad rule, bool accumulate, const T* g, const T* u, const T* v, T* r,
+                         I n);
 };
 
 inline namespace RECUR_KERNEL_ISA {
@@ -62,7 +68,9 @@ constexpr KernelTable<T> this_isa_kernels() {
           {&G::reset_update, &G::candidate, &G::blend, &G::forward, &G::backward_blend, &G::backward_reset_scaled,
            &G::backward_reset_inner, &G::backward},
           &recur::detail::sigmoid_row<T>,
-          &recur::detail::tanh_row<T>};
+          &recur::detail::tanh_row<T>,
+          &recur::detail::chain_arith_row<T>,
+          &recur::detail::chain_grad_row<T>};
 }
 }  // namespace RECUR_KERNEL_ISA
 

@@ -12,6 +12,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
 #include <recur/ops/unary.hpp>
 
@@ -141,11 +142,13 @@ class ChainBlocks {
     const ChainInstruction& in = p_.code[k];
     const T* a = operand(in.a, begin, values);
     const T* b = unary(in.code) ? nullptr : operand(in.b, begin, values);
+    const auto& kernels = nn::detail::kernels<T>();
+    using recur::detail::ChainArith;
     switch (in.code) {
-      case ChainCode::add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; break;
-      case ChainCode::sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; break;
-      case ChainCode::mul: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i]; break;
-      case ChainCode::div: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i]; break;
+      case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, y, n); break;
+      case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, y, n); break;
+      case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, y, n); break;
+      case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, y, n); break;
       case ChainCode::neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -a[i]; break;
       case ChainCode::tanh: recur::detail::tanh_values(a, y, n); break;
       case ChainCode::sigmoid: recur::detail::sigmoid_values(a, y, n); break;
@@ -162,16 +165,6 @@ class ChainBlocks {
   Flags gathered_;                               // per slot: its columns are gathered for each block
   Flags skipped_;                                // per slot: not read (backward, a sum's operand)
 };
-
-// r = c (first contribution) or r += c, over n elements.
-template <class T, class C>
-void put(T* __restrict r, bool add, std::int64_t n, C&& c) {
-  if (add) {
-    for (std::int64_t i = 0; i < n; ++i) r[i] += c(i);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) r[i] = c(i);
-  }
-}
 
 // How an input's gradient is written by its slots.
 enum class Writes : std::uint8_t {
@@ -222,6 +215,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
                                             : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
   T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
+  const auto& kernels = nn::detail::kernels<T>();
   // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
   T* const remade = scratch<T>(0, p.recomputed.size() * static_cast<std::size_t>(block));
   boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
@@ -237,10 +231,11 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
     std::fill(written.begin(), written.end(), 0);
     // Register r: value r's gradient (r < n_code), or slot r - n_code's.
     auto reg = [&](std::size_t r) { return regs + r * block; };
+    using Rule = recur::detail::ChainGrad;
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
         const std::size_t r = p.outputs[o];
-        put(reg(r), written[r], n, [src = out_grads[o].data<T>() + begin](std::int64_t i) { return src[i]; });
+        kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r), n);
         written[r] = 1;
       }
     for (std::size_t k = n_code; k-- > 0;) {
@@ -250,37 +245,36 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       const T* y = value(k);
       const T* a = blocks.operand(in.a, begin, value);
       const T* b = unary(in.code) ? nullptr : blocks.operand(in.b, begin, value);
-      // Adds c(i) into operand o's register, when it wants a gradient.
-      auto add = [&](const ChainOperand& o, auto&& c) {
+      // Adds operand o's share of gy by `rule` (reading u and v) into its register, when it
+      // wants a gradient.
+      auto add = [&](const ChainOperand& o, Rule rule, const T* u = nullptr, const T* v = nullptr) {
         if (o.is_input && !needs[p.slots[o.index].input]) return;
         const std::size_t r = o.is_input ? n_code + o.index : o.index;
-        put(reg(r), written[r], n, c);
+        kernels.chain_grad_row(rule, written[r], gy, u, v, reg(r), n);
         written[r] = 1;
       };
       switch (in.code) {
         case ChainCode::add:
-          add(in.a, [gy](std::int64_t i) { return gy[i]; });
-          add(in.b, [gy](std::int64_t i) { return gy[i]; });
+          add(in.a, Rule::copy);
+          add(in.b, Rule::copy);
           break;
         case ChainCode::sub:
-          add(in.a, [gy](std::int64_t i) { return gy[i]; });
-          add(in.b, [gy](std::int64_t i) { return -gy[i]; });
+          add(in.a, Rule::copy);
+          add(in.b, Rule::negate);
           break;
         case ChainCode::mul:
-          add(in.a, [gy, b](std::int64_t i) { return gy[i] * b[i]; });
-          add(in.b, [gy, a](std::int64_t i) { return gy[i] * a[i]; });
+          add(in.a, Rule::times, b);
+          add(in.b, Rule::times, a);
           break;
         case ChainCode::div:  // d(a/b) = g/b, -g y/b
-          add(in.a, [gy, b](std::int64_t i) { return gy[i] / b[i]; });
-          add(in.b, [gy, y, b](std::int64_t i) { return -(gy[i] * y[i] / b[i]); });
+          add(in.a, Rule::divide, b);
+          add(in.b, Rule::divisor, y, b);
           break;
-        case ChainCode::neg: add(in.a, [gy](std::int64_t i) { return -gy[i]; }); break;
-        case ChainCode::tanh: add(in.a, [gy, y](std::int64_t i) { return gy[i] * (T(1) - y[i] * y[i]); }); break;
-        case ChainCode::sigmoid:
-          add(in.a, [gy, y](std::int64_t i) { return gy[i] * y[i] * (T(1) - y[i]); });
-          break;
-        case ChainCode::exp: add(in.a, [gy, y](std::int64_t i) { return gy[i] * y[i]; }); break;
-        case ChainCode::relu: add(in.a, [gy, a](std::int64_t i) { return a[i] > 0 ? gy[i] : T(0); }); break;
+        case ChainCode::neg: add(in.a, Rule::negate); break;
+        case ChainCode::tanh: add(in.a, Rule::tanh, y); break;
+        case ChainCode::sigmoid: add(in.a, Rule::sigmoid, y); break;
+        case ChainCode::exp: add(in.a, Rule::times, y); break;
+        case ChainCode::relu: add(in.a, Rule::relu, a); break;
       }
     }
     for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
