@@ -193,6 +193,10 @@ void TapeAccess::drop_unread_value(Tape& tape, std::uint32_t id) {
   tape.recompute_->drop_unread(id);
 }
 
+bool TapeAccess::value_dropped(const Tape& tape, std::uint32_t id) {
+  return tape.recompute_ && tape.recompute_->dropped(id);
+}
+
 detail::Chain& TapeAccess::begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy) {
   if (!tape.recompute_) tape.recompute_ = std::make_unique<detail::Recompute>(tape.nodes_);
   return tape.recompute_->add_chain(begin, policy);

@@ -26,6 +26,8 @@ class Recompute {
   ~Recompute();
 
   bool empty() const { return ranges_.empty() && chains_.empty() && dropped_.empty(); }
+  // Whether node `id`'s value was dropped as unread (drop_unread), not released.
+  bool dropped(std::uint32_t id) const { return std::binary_search(dropped_.begin(), dropped_.end(), id); }
   // Drops op node `id`'s buffer: its value becomes a Tensor of its shape and dtype, no elements.
   void drop_unread(std::uint32_t id);
   // Releases op nodes [begin, end) except `keep`. A range may enclose earlier ones (a
@@ -79,7 +81,6 @@ class Recompute {
   }
   void ensure_node_slow(const Node& n, std::uint32_t i, bool all);
   void ensure_inputs_slow(const Node& n, bool all);
-  bool dropped(std::uint32_t id) const { return std::binary_search(dropped_.begin(), dropped_.end(), id); }
   void undrop(std::uint32_t id);
   void rematerialize(Range& range);
   void release(Range& range);

@@ -131,11 +131,33 @@ Var Tape::read(const Shared& shared) {
 }
 
 void Tape::truncate(std::uint32_t size) noexcept {
+  if (size < nodes_.size() && epoch_ < (std::uint32_t{1} << (64 - Var::kSerialBits)) - 1) {
+    ++epoch_;
+    while (!drops_.empty() && drops_.back().size >= size) drops_.pop_back();
+    try {
+      drops_.push_back({epoch_, size});
+    } catch (const std::bad_alloc&) {
+      // Cannot grow (so nothing was removed above): merged into the last drop, the check is
+      // stricter for the Vars made between the two; with no drop before, this one goes unseen.
+      if (!drops_.empty()) drops_.back() = {epoch_, std::min(drops_.back().size, size)};
+    }
+  }
   while (nodes_.size() > size) nodes_.pop_back();
   if (recompute_) recompute_->truncate(size);
   while (!shared_reads_.empty() && shared_reads_.back().node >= size) shared_reads_.pop_back();
   while (!leaf_grads_.empty() && leaf_grads_.back().node >= size) leaf_grads_.pop_back();
   std::erase_if(regions_, [&](const detail::RegionRecord& s) { return s.end > size; });
+}
+
+void Tape::check_not_dropped(const Var& v) const {
+  // The first drop after v was made leaves the smallest size of those after it.
+  const auto later = std::upper_bound(drops_.begin(), drops_.end(), v.epoch(),
+                                      [](std::uint32_t e, const Drop& d) { return e < d.epoch; });
+  if (later != drops_.end() && v.id() >= later->size)
+    fail<TapeError>("Var", "node ", v.id(), " was dropped from its tape after this Var was made (a loop that ",
+                    "captured its step dropped the step function's first calls, or an op failed and was rolled "
+                    "back); a Var kept from inside a step function is not the value of any step: return the "
+                    "values you need from the step (as outputs), or run the loop with Capture::off");
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {

@@ -102,6 +102,7 @@ class Tape : NonCopyable {
 
  private:
   friend class TapeAccess;
+  friend class Var;  // Var::tape() checks that its node was not dropped
 
   struct SharedRead {
     std::uint32_t node;
@@ -115,9 +116,12 @@ class Tape : NonCopyable {
 
   // ---- recording (tape.cpp) --------------------------------------------------------------
   Var push(Tensor value, std::span<const std::uint32_t> inputs, detail::OpBox op, bool requires_grad);
-  Var handle(std::uint32_t id) const { return Var(slot_, id, serial_); }
-  bool owns(const Var& v) const { return v.slot_ == slot_ && v.serial_ == serial_; }
+  Var handle(std::uint32_t id) const { return Var(slot_, id, serial_, epoch_); }
+  bool owns(const Var& v) const { return v.slot_ == slot_ && v.tape_serial() == serial_; }
   void truncate(std::uint32_t size) noexcept;
+  // TapeError when v's node was dropped (truncate) after v was made: its place may hold
+  // another node now. Called by Var::tape() when v is older than the last drop.
+  void check_not_dropped(const Var& v) const;
   // Appends `entry` (node `node`'s leaf-gradient or Shared-read entry); if memory runs out,
   // node `node` and what follows it are dropped and a MemoryError thrown.
   template <class List>
@@ -155,6 +159,15 @@ class Tape : NonCopyable {
   std::uint32_t lowest_consumed_ = UINT32_MAX;  // no node at or below an output consumed: no check
   std::uint32_t slot_ = 0;
   std::uint64_t serial_ = 0;
+  // Drops of nodes (truncate): epoch_ counts them (saturating at what a Var holds); a Var
+  // made in epoch e names a dropped node when its id is at or above the smallest size a later
+  // drop left. `drops_` keeps just what answers that: (epoch, size) with both increasing, a
+  // drop removing the earlier ones it undercuts.
+  struct Drop {
+    std::uint32_t epoch, size;
+  };
+  std::uint32_t epoch_ = 0;
+  std::vector<Drop> drops_;
 };
 
 // Free-function forms, on the tape of their argument.

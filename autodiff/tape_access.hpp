@@ -70,6 +70,7 @@ class TapeAccess {
   // Drops op node `id`'s buffer, keeping its shape and dtype: the caller knows that no
   // backward rule reads its elements (OpBox::backward_reads of its op and of its readers).
   static void drop_unread_value(Tape& tape, std::uint32_t id);
+  static bool value_dropped(const Tape& tape, std::uint32_t id);  // by drop_unread_value
   // A chain of steps from node `begin` on, reversed by revolve with few snapshots
   // (autodiff/revolve_chain_detail.hpp): the loop tells it each step's end and its results.
   static detail::Chain& begin_chain(Tape& tape, std::uint32_t begin, detail::ChainPolicy policy);

@@ -9,17 +9,22 @@ Var::Var(const Tensor& constant) : Var(Tape::current().constant(constant)) {}
 
 Tape& Var::tape() const {
   if (serial_ == 0) fail<TapeError>("Var", "use of an undefined Var (default-constructed)");
-  Tape* tape = detail::live_tape(slot_, serial_);
+  Tape* tape = detail::live_tape(slot_, tape_serial());
   if (!tape) fail<TapeError>("Var", "use of a Var whose tape has been destroyed");
+  if (epoch() != tape->epoch_) tape->check_not_dropped(*this);
   return *tape;
 }
 
 const Tensor& Var::value() const {
-  const Tensor& v = TapeAccess::node_value(tape(), id_);
-  if (!v.defined())
-    fail<TapeError>("Var::value", "node ", id_, " is inside a checkpointed segment whose values were released; "
-                    "read the loop's outputs instead (backward recomputes the segment when it needs it)");
-  return v;
+  const Tape& t = tape();
+  const Tensor& v = TapeAccess::node_value(t, id_);
+  if (v.defined()) return v;
+  if (TapeAccess::value_dropped(t, id_))
+    fail<TapeError>("Var::value", "node ", id_, " (", v.dtype(), " of shape ", to_string(v.shape()),
+                    ") is inside a captured loop that dropped its value, as no backward rule reads it; "
+                    "read the loop's outputs instead, or run the loop with Capture::off");
+  fail<TapeError>("Var::value", "node ", id_, " is inside a checkpointed segment whose values were released; "
+                  "read the loop's outputs instead (backward recomputes the segment when it needs it)");
 }
 bool Var::requires_grad() const { return TapeAccess::requires_grad(tape(), id_); }
 Tensor Var::grad() const { return TapeAccess::leaf_grad(tape(), id_); }

@@ -35,12 +35,20 @@ class Var {
   Tensor grad() const;
 
   friend bool same_node(const Var& a, const Var& b) {
-    return a.serial_ == b.serial_ && a.id_ == b.id_;
+    return a.tape_serial() == b.tape_serial() && a.id_ == b.id_;
   }
 
  private:
   friend class Tape;
-  Var(std::uint32_t slot, std::uint32_t id, std::uint64_t serial) : slot_(slot), id_(id), serial_(serial) {}
+  // serial_: the tape's serial in the low kSerialBits, the tape's epoch when the Var was made
+  // above them (Tape::epoch_: how often the tape dropped nodes, so that a Var of a dropped
+  // node is told apart from one of the node recorded at its place since).
+  static constexpr int kSerialBits = 40;
+  static constexpr std::uint64_t kSerialMask = (std::uint64_t{1} << kSerialBits) - 1;
+  Var(std::uint32_t slot, std::uint32_t id, std::uint64_t serial, std::uint32_t epoch)
+      : slot_(slot), id_(id), serial_(serial | (std::uint64_t{epoch} << kSerialBits)) {}
+  std::uint64_t tape_serial() const { return serial_ & kSerialMask; }
+  std::uint32_t epoch() const { return static_cast<std::uint32_t>(serial_ >> kSerialBits); }
   std::uint32_t slot_ = 0;
   std::uint32_t id_ = 0;
   std::uint64_t serial_ = 0;  // 0: no tape

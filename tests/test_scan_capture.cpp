@@ -641,6 +641,41 @@ TEST(ScanCapture, AChainReadsItsMainOutputFromTheStackedResult) {
   EXPECT_LE(relative_error(grads[0], grads[1]), 1e-12);
 }
 
+// The step function runs twice and the captured loop drops those calls: a Var the function
+// kept (to look at later) names a node that is gone, its place taken by another. Reading it
+// throws TapeError saying so, instead of giving that other node's value. Recorded step by
+// step, the same Vars are each step's values.
+TEST(ScanCapture, VarsKeptFromInsideTheStepAreRefusedOnceTheLoopIsCaptured) {
+  for (const Capture capture : {Capture::required, Capture::off}) {
+    Tape tape;
+    const Var w = tape.variable(init(1, {3, 3}));
+    std::vector<Var> kept;
+    const ScanResult r = scan(
+        [&](S a) -> StepResult {
+          const Var p = matmul(a[1], a[2]);
+          kept.push_back(p);
+          return {tanh(p + a[0])};
+        },
+        {.sequences = {tape.constant(init(2, {6, 2, 3}))},
+         .outputs_info = {tape.constant(zeros({2, 3}, f64))},
+         .non_sequences = {w},
+         .capture = capture});
+    if (capture == Capture::required) {
+      ASSERT_EQ(kept.size(), 2u);
+      for (const Var& v : kept) {
+        EXPECT_THROW((void)v.value(), TapeError);
+        EXPECT_THROW((void)(v + 1.0), TapeError);
+      }
+    } else {
+      ASSERT_EQ(kept.size(), 6u);
+      const Var h1 = index(r[0], 0, 1);  // step 2's product is h_1 w
+      EXPECT_TRUE(testing::same_bytes(kept[2].value(), matmul(h1, w).value()));
+    }
+    tape.backward(sum(r[0]));  // the loop itself is unharmed
+    EXPECT_TRUE(w.grad().defined());
+  }
+}
+
 // A Shared updated by the step (Theano's updates) is read at the next step as its update.
 TEST(ScanCapture, SharedUpdatesFeedTheNextStep) {
   Shared total(zeros({2}, f64), "total");

@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include <recur/recur.hpp>
+#include <recur/autodiff/tape_access.hpp>
+
+#include "values.hpp"
 
 namespace recur {
 namespace {
@@ -219,4 +222,37 @@ TEST(Tape, PowGradientInTheExponentIsZeroAtABaseOfZero) {
 }
 
 }  // namespace
+// A Var of a node that was dropped (a failed op rolled back, a loop's trial calls) throws
+// TapeError naming the drop, even where a later node took its place; Vars of the nodes that
+// stayed, and Vars made since, keep working, and two handles of one node are the same node
+// whenever they were made.
+TEST(Tape, AVarOfADroppedNodeIsRefusedNotReadAsTheNodeInItsPlace) {
+  Tape tape;
+  const Var a = tape.variable(Tensor(from_vector<double>({1, 2}, {2})));
+  const Var b = a * 2.0;  // node 1, dropped below
+  const Var stale_chain = b + 1.0;
+  TapeAccess::truncate(tape, 1);
+  const Var c = a + 10.0;  // node 1 again
+  ASSERT_EQ(c.id(), b.id());
+  for (const Var* v : {&b, &stale_chain}) {
+    try {
+      (void)v->value();
+      ADD_FAILURE() << "a dropped node's Var was read";
+    } catch (const TapeError& e) {
+      EXPECT_NE(std::string(e.what()).find("was dropped"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)(*v + 1.0), TapeError);
+  }
+  EXPECT_EQ(testing::values(c), (std::vector<double>{11, 12}));
+  EXPECT_TRUE(same_node(a, TapeAccess::handle(tape, a.id())));
+  tape.backward(sum(c * a));
+  EXPECT_EQ(testing::values(a.grad()), (std::vector<double>{12, 14}));
+  // A second drop below the first: Vars made between the two that it removes are refused too.
+  const Var d = c * 3.0;
+  TapeAccess::truncate(tape, 1);
+  EXPECT_THROW((void)c.value(), TapeError);
+  EXPECT_THROW((void)d.value(), TapeError);
+  EXPECT_NO_THROW((void)a.value());
+}
+
 }  // namespace recur
