@@ -255,4 +255,22 @@ TEST(Tape, AVarOfADroppedNodeIsRefusedNotReadAsTheNodeInItsPlace) {
   EXPECT_NO_THROW((void)a.value());
 }
 
+// A value a captured loop dropped because no backward rule reads it: reading it says why it
+// is gone, and backward (which does not read it) runs.
+TEST(Tape, ReadingAValueDroppedAsUnreadSaysWhy) {
+  Tape tape;
+  const Var a = tape.variable(Tensor(from_vector<double>({1, 2}, {2})));
+  const Var b = a + 1.0;  // add's rule reads no value
+  const Var c = b * 3.0;
+  TapeAccess::drop_unread_value(tape, b.id());
+  try {
+    (void)b.value().data<double>();
+    ADD_FAILURE() << "a dropped value was read";
+  } catch (const TapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("dropped its value"), std::string::npos) << e.what();
+  }
+  tape.backward(sum(c));
+  EXPECT_EQ(testing::values(a.grad()), (std::vector<double>{3, 3}));
+}
+
 }  // namespace recur
