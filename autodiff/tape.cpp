@@ -132,14 +132,20 @@ Var Tape::read(const Shared& shared) {
 
 void Tape::truncate(std::uint32_t size) noexcept {
   if (size < nodes_.size() && epoch_ < (std::uint32_t{1} << (64 - Var::kSerialBits)) - 1) {
-    ++epoch_;
-    while (!drops_.empty() && drops_.back().size >= size) drops_.pop_back();
-    try {
-      drops_.push_back({epoch_, size});
-    } catch (const std::bad_alloc&) {
-      // Cannot grow (so nothing was removed above): merged into the last drop, the check is
-      // stricter for the Vars made between the two; with no drop before, this one goes unseen.
-      if (!drops_.empty()) drops_.back() = {epoch_, std::min(drops_.back().size, size)};
+    // Room first: a drop that cannot be noted (memory ran out) goes unseen, as it would have
+    // before Vars were checked, rather than have valid Vars refused.
+    const bool noted = drops_.size() < drops_.capacity() || [&]() noexcept {
+      try {
+        drops_.reserve(2 * drops_.size() + 1);
+        return true;
+      } catch (const std::bad_alloc&) {
+        return false;
+      }
+    }();
+    if (noted) {
+      ++epoch_;
+      while (!drops_.empty() && drops_.back().size >= size) drops_.pop_back();
+      drops_.push_back({epoch_, size});  // within capacity: cannot throw
     }
   }
   while (nodes_.size() > size) nodes_.pop_back();
@@ -154,10 +160,11 @@ void Tape::check_not_dropped(const Var& v) const {
   const auto later = std::upper_bound(drops_.begin(), drops_.end(), v.epoch(),
                                       [](std::uint32_t e, const Drop& d) { return e < d.epoch; });
   if (later != drops_.end() && v.id() >= later->size)
-    fail<TapeError>("Var", "node ", v.id(), " was dropped from its tape after this Var was made (a loop that ",
-                    "captured its step dropped the step function's first calls, or an op failed and was rolled "
-                    "back); a Var kept from inside a step function is not the value of any step: return the "
-                    "values you need from the step (as outputs), or run the loop with Capture::off");
+    fail<TapeError>("Var", "node ", v.id(), " was dropped from its tape after this Var was made (a loop drops ",
+                    "its step function's calls once it captured the step, and each step's nodes when it runs "
+                    "without gradients; a failed op is rolled back): a Var kept from inside a step function is "
+                    "not the value of any step: return the values you need from the step (as outputs), or run "
+                    "the loop with Capture::off and gradients on");
 }
 
 Tensor Tape::leaf_grad(std::uint32_t id) const {

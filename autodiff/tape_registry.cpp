@@ -24,6 +24,8 @@ TapeTicket register_tape(Tape& tape) {
   TapeTicket ticket{};
   {
     std::lock_guard lock(slot_mutex);
+    if (next_serial >> Var::kSerialBits)
+      fail<TapeError>("Tape", "this process has made 2^", Var::kSerialBits, " tapes, as many as Vars can tell apart");
     if (!free_slots.empty()) {
       ticket.slot = free_slots.back();
       free_slots.pop_back();

@@ -38,12 +38,14 @@ class Var {
     return a.tape_serial() == b.tape_serial() && a.id_ == b.id_;
   }
 
+  // A Var keeps the low kSerialBits of its tape's serial (a process makes at most 2^40 tapes).
+  static constexpr int kSerialBits = 40;
+
  private:
   friend class Tape;
   // serial_: the tape's serial in the low kSerialBits, the tape's epoch when the Var was made
   // above them (Tape::epoch_: how often the tape dropped nodes, so that a Var of a dropped
   // node is told apart from one of the node recorded at its place since).
-  static constexpr int kSerialBits = 40;
   static constexpr std::uint64_t kSerialMask = (std::uint64_t{1} << kSerialBits) - 1;
   Var(std::uint32_t slot, std::uint32_t id, std::uint64_t serial, std::uint32_t epoch)
       : slot_(slot), id_(id), serial_(serial | (std::uint64_t{epoch} << kSerialBits)) {}

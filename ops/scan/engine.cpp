@@ -250,8 +250,9 @@ class Run final : private detail::LoopState {
     for (std::size_t j = 0; j < outs_.size(); ++j) {
       const OutputSpec& s = *outs_[j].spec;
       const Var& v = r.outputs[j];
-      if (s.keep != Keep::all || s.stack_axis != 0 || v.id() < scope_.begin || !v.value().defined()) continue;
-      const Tensor& value = v.value();
+      if (s.keep != Keep::all || s.stack_axis != 0 || v.id() < scope_.begin) continue;
+      const Tensor& value = TapeAccess::node_value(tape_, v.id());
+      if (!value.defined()) continue;  // a dropped value (no output is): left where it is
       // Already in a stacked result: one value returned as several outputs (their results
       // share that buffer), or a state returned unchanged (stacked() copies then).
       if (std::any_of(stacks_.begin(), stacks_.end(), [&](const Tensor& a) { return a.storage() == value.storage(); }))
@@ -596,9 +597,10 @@ class Run final : private detail::LoopState {
     const Tensor& all = out.value();
     for (std::size_t t = 0; t < values.size(); ++t) {
       const auto row = static_cast<std::int64_t>(t);
-      if (values[t].id() >= scope_.begin && values[t].value().defined())
+      if (values[t].id() >= scope_.begin && TapeAccess::node_value(tape_, values[t].id()).defined())
         TapeAccess::share_value(tape_, values[t].id(), all[row]);
-      if (parts[t].value().defined()) TapeAccess::share_value(tape_, parts[t].id(), all.rows(row, row + 1));
+      if (TapeAccess::node_value(tape_, parts[t].id()).defined())
+        TapeAccess::share_value(tape_, parts[t].id(), all.rows(row, row + 1));
     }
     return out;
   }

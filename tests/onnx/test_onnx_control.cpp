@@ -249,6 +249,40 @@ TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
       {"Loop", "changes the shape of a carried value", "unrolled"});
 }
 
+// A carried sequence appended tensors of one shape, run without gradients (inference): the
+// engine's loop drops each iteration's nodes when it ends, and the shape of the first
+// iteration's tensor is still what the next ones are checked against.
+TEST(OnnxLoop, SequenceAppendedWithoutGradientsRunsOnTheEngine) {
+  GraphBuilder body("body");
+  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL);
+  body.input("seq_in", {}, TensorProto::DOUBLE).output("cond_out", {}, TensorProto::BOOL).output("seq_out", {});
+  body.node("Mul", {"x", "x"}, {"piece"})
+      .node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"})
+      .node("Identity", {"cond_in"}, {"cond_out"});
+  GraphBuilder g("appended_pieces");
+  g.input("M", {}, TensorProto::INT64).input("x", {2}).output("y", {-1});
+  g.node("SequenceEmpty", {}, {"empty"}, {int_attribute("dtype", TensorProto::DOUBLE)})
+      .node("Loop", {"M", "", "empty"}, {"pieces"}, {graph_attribute("body", body.graph())})
+      .node("ConcatFromSequence", {"pieces"}, {"y"}, {int_attribute("axis", 0)});
+  auto graph = g.graph();
+  for (auto* type : {graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_input(2)->mutable_type(),
+                     graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_output(1)->mutable_type()}) {
+    const auto tensor = type->tensor_type();
+    *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
+  }
+  const auto model = onnx_io::load_from_bytes(model_bytes(graph, 13));
+  Tape tape;
+  const Tensor x = tensor({2.0, 3.0}, DType::float64);
+  std::vector<double> results[2];
+  for (const bool gradients : {true, false}) {
+    std::optional<NoGrad> off;
+    if (!gradients) off.emplace();
+    results[gradients] = to_vector<double>(model.run({{"M", int64_scalar(4)}, {"x", x}}).at("y").value());
+  }
+  EXPECT_EQ(results[0], (std::vector<double>{4, 9, 4, 9, 4, 9, 4, 9}));
+  EXPECT_EQ(results[0], results[1]);
+}
+
 // A carried sequence appended x[0 : i + 1] at iteration i (as test_loop13_seq): the tensors
 // change shape, so after the engine's attempt the loop runs unrolled, and refuses truncation.
 TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {

@@ -132,10 +132,17 @@ struct RunUnrolled {
   const char* why;
 };
 
-// `v` must keep the shape and dtype of `first`, the value of its first iteration (set then).
-void check_kept(const Var& v, std::optional<Var>& first, const char* why) {
-  if (!first) first = v;
-  if (v.shape() != first->shape() || v.dtype() != first->dtype()) throw RunUnrolled{why};
+// A value's shape and dtype, as its first iteration made it: kept as such, not as that Var,
+// whose node a loop without gradients drops after the iteration.
+struct Kind {
+  Shape shape;
+  DType dtype;
+};
+
+// `v` must keep the shape and dtype of `first`, those of its first iteration (set then).
+void check_kept(const Var& v, std::optional<Kind>& first, const char* why) {
+  if (!first) first = Kind{v.shape(), v.dtype()};
+  if (v.shape() != first->shape || v.dtype() != first->dtype) throw RunUnrolled{why};
 }
 
 // The loop on the engine: its states are the carried tensors; its scan outputs the tensors
@@ -145,9 +152,12 @@ std::vector<Value> engine_loop(const NodeContext& c, const LoopNode& loop, const
   std::vector<Var> initial;
   for (std::size_t j = 0; j < carried; ++j)
     if (!appended[j]) initial.push_back(std::get<Var>(loop.carried[j]));
-  std::vector<std::optional<Var>> first(carried);
+  std::vector<std::optional<Kind>> first(carried);
   for (std::size_t j = 0, t = 0; j < carried; ++j)
-    if (!appended[j]) first[j] = initial[t++];
+    if (!appended[j]) {
+      first[j] = Kind{initial[t].shape(), initial[t].dtype()};
+      ++t;
+    }
   const OnnxBody step = [&](std::span<const Var> args) {  // the iteration, cond, the carried tensors
     c.check_iteration(args[0].value().item<std::int64_t>());
     std::vector<Value> body_args{args[0], args[1]};
