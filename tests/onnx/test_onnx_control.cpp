@@ -2,6 +2,7 @@
 // to the values their bodies read from the outer graph against finite differences.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 
 #include <recur/recur.hpp>
@@ -249,18 +250,16 @@ TEST(OnnxLoop, CarriedValueThatChangesShapeRunsUnrolled) {
       {"Loop", "changes the shape of a carried value", "unrolled"});
 }
 
-// A carried sequence appended tensors of one shape, run without gradients (inference): the
-// engine's loop drops each iteration's nodes when it ends, and the shape of the first
-// iteration's tensor is still what the next ones are checked against.
-TEST(OnnxLoop, SequenceAppendedWithoutGradientsRunsOnTheEngine) {
+// A model whose Loop appends the body's tensor "piece" (made by `piece` from x and the
+// iteration i) to a carried sequence M times, then joins the pieces: y.
+std::string appending_loop_model(const std::function<void(GraphBuilder&)>& piece, std::int64_t x_size) {
   GraphBuilder body("body");
   body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL);
   body.input("seq_in", {}, TensorProto::DOUBLE).output("cond_out", {}, TensorProto::BOOL).output("seq_out", {});
-  body.node("Mul", {"x", "x"}, {"piece"})
-      .node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"})
-      .node("Identity", {"cond_in"}, {"cond_out"});
+  piece(body);
+  body.node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"}).node("Identity", {"cond_in"}, {"cond_out"});
   GraphBuilder g("appended_pieces");
-  g.input("M", {}, TensorProto::INT64).input("x", {2}).output("y", {-1});
+  g.input("M", {}, TensorProto::INT64).input("x", {x_size}).output("y", {-1});
   g.node("SequenceEmpty", {}, {"empty"}, {int_attribute("dtype", TensorProto::DOUBLE)})
       .node("Loop", {"M", "", "empty"}, {"pieces"}, {graph_attribute("body", body.graph())})
       .node("ConcatFromSequence", {"pieces"}, {"y"}, {int_attribute("axis", 0)});
@@ -270,7 +269,15 @@ TEST(OnnxLoop, SequenceAppendedWithoutGradientsRunsOnTheEngine) {
     const auto tensor = type->tensor_type();
     *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
   }
-  const auto model = onnx_io::load_from_bytes(model_bytes(graph, 13));
+  return model_bytes(graph, 13);
+}
+
+// A carried sequence appended tensors of one shape, run without gradients (inference): the
+// engine's loop drops each iteration's nodes when it ends, and the shape of the first
+// iteration's tensor is still what the next ones are checked against.
+TEST(OnnxLoop, SequenceAppendedWithoutGradientsRunsOnTheEngine) {
+  const auto model = onnx_io::load_from_bytes(
+      appending_loop_model([](GraphBuilder& body) { body.node("Mul", {"x", "x"}, {"piece"}); }, 2));
   Tape tape;
   const Tensor x = tensor({2.0, 3.0}, DType::float64);
   std::vector<double> results[2];
@@ -286,27 +293,14 @@ TEST(OnnxLoop, SequenceAppendedWithoutGradientsRunsOnTheEngine) {
 // A carried sequence appended x[0 : i + 1] at iteration i (as test_loop13_seq): the tensors
 // change shape, so after the engine's attempt the loop runs unrolled, and refuses truncation.
 TEST(OnnxLoop, SequenceAppendedTensorsOfChangingShapesRunUnrolled) {
-  GraphBuilder body("body");
-  body.input("i", {}, TensorProto::INT64).input("cond_in", {}, TensorProto::BOOL);
-  body.input("seq_in", {}, TensorProto::DOUBLE).output("cond_out", {}, TensorProto::BOOL).output("seq_out", {});
-  body.initializer("zero", int64_tensor({0})).initializer("one", int64_scalar(1)).initializer("axes", int64_tensor({0}));
-  body.node("Add", {"i", "one"}, {"end_scalar"})
-      .node("Unsqueeze", {"end_scalar", "axes"}, {"end"})
-      .node("Slice", {"x", "zero", "end"}, {"piece"})
-      .node("SequenceInsert", {"seq_in", "piece"}, {"seq_out"})
-      .node("Identity", {"cond_in"}, {"cond_out"});
-  GraphBuilder g("growing_pieces");
-  g.input("M", {}, TensorProto::INT64).input("x", {3}).output("y", {-1});
-  g.node("SequenceEmpty", {}, {"empty"}, {int_attribute("dtype", TensorProto::DOUBLE)})
-      .node("Loop", {"M", "", "empty"}, {"pieces"}, {graph_attribute("body", body.graph())})
-      .node("ConcatFromSequence", {"pieces"}, {"y"}, {int_attribute("axis", 0)});
-  auto graph = g.graph();
-  for (auto* type : {graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_input(2)->mutable_type(),
-                     graph.mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_output(1)->mutable_type()}) {
-    const auto tensor = type->tensor_type();
-    *type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type() = tensor;
-  }
-  const auto model = onnx_io::load_from_bytes(model_bytes(graph, 13));
+  const auto model = onnx_io::load_from_bytes(appending_loop_model(
+      [](GraphBuilder& body) {
+        body.initializer("zero", int64_tensor({0})).initializer("one", int64_scalar(1)).initializer("axes", int64_tensor({0}));
+        body.node("Add", {"i", "one"}, {"end_scalar"})
+            .node("Unsqueeze", {"end_scalar", "axes"}, {"end"})
+            .node("Slice", {"x", "zero", "end"}, {"piece"});
+      },
+      3));
   Tape tape;
   const Var x = tape.variable(tensor({1.0, 2.0, 3.0}, DType::float64));
   const Var y = model.run({{"M", int64_scalar(3)}, {"x", x}}).at("y");
