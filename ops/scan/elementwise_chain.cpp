@@ -335,6 +335,11 @@ BackwardReads read_by_backward(const ChainProgram& p) {
   return read;
 }
 
+// Whether instruction k's value leaves the chain.
+bool is_output(const ChainProgram& p, std::size_t k) {
+  return std::find(p.outputs.begin(), p.outputs.end(), k) != p.outputs.end();
+}
+
 // The read values backward makes again instead of the forward keeping them: a tanh, sigmoid
 // or exp (its rule reads its result) made by sums, differences, negations and products from
 // kept values and read slots alone, as the fused LSTM makes tanh c' again from c. One
@@ -344,7 +349,6 @@ BackwardReads read_by_backward(const ChainProgram& p) {
 Flags made_again(const ChainProgram& p, const BackwardReads& read, Flags& keep) {
   const std::size_t n = p.code.size();
   Flags again(n, 0);
-  auto is_output = [&](std::size_t k) { return std::find(p.outputs.begin(), p.outputs.end(), k) != p.outputs.end(); };
   auto cheap = [](ChainCode c) { return c == ChainCode::add || c == ChainCode::sub || c == ChainCode::mul || c == ChainCode::neg; };
   // Whether operand o can be made from what backward holds; the cheap values it needs go to `need`.
   std::function<bool(const ChainOperand&, Flags&)> makeable = [&](const ChainOperand& o, Flags& need) {
@@ -357,7 +361,7 @@ Flags made_again(const ChainProgram& p, const BackwardReads& read, Flags& keep) 
   };
   for (std::size_t k = 0; k < n; ++k) {
     const ChainCode c = p.code[k].code;
-    if (!keep[k] || is_output(k) || (c != ChainCode::tanh && c != ChainCode::sigmoid && c != ChainCode::exp)) continue;
+    if (!keep[k] || is_output(p, k) || (c != ChainCode::tanh && c != ChainCode::sigmoid && c != ChainCode::exp)) continue;
     Flags need(n, 0);
     if (!makeable(p.code[k].a, need)) continue;
     keep[k] = 0;
@@ -563,7 +567,7 @@ recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program)
   program->recomputed.clear();
   for (std::size_t k = 0; k < read.values.size(); ++k) {
     if (again[k]) program->recomputed.push_back(static_cast<std::uint16_t>(k));
-    if (keep[k] && std::find(program->outputs.begin(), program->outputs.end(), k) == program->outputs.end())
+    if (keep[k] && !is_output(*program, k))
       program->kept.push_back(static_cast<std::uint16_t>(k));
   }
   program->outputs_read.clear();

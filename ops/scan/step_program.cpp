@@ -273,17 +273,18 @@ void StepReplay::drop_unread() {
     if (const std::uint32_t id = node_of(readers_[k].first); id != 0) TapeAccess::drop_unread_value(tape_, id);
 }
 
+std::uint32_t StepReplay::block_node(std::uint32_t first) const {
+  const auto it = block_nodes_.find(first);
+  return it == block_nodes_.end() ? first : it->second;
+}
+
 void StepReplay::begin_block(std::int64_t t0, std::int64_t t1, const std::vector<ArgRole>& args) {
   block_begin_ = t0;
   block_nodes_.clear();
-  auto node_of = [&](std::uint32_t first) {
-    const auto it = block_nodes_.find(first);
-    return TapeAccess::handle(tape_, it == block_nodes_.end() ? first : it->second);
-  };
   for (const auto& [arg, first] : blocks_.args) block_nodes_[first] = args[arg].every_step(t0, t1).id();
   for (const PushedBlocks::Op& op : blocks_.ops) {
     std::vector<Var> inputs;
-    for (std::uint32_t in : op.inputs) inputs.push_back(node_of(in));
+    for (std::uint32_t in : op.inputs) inputs.push_back(TapeAccess::handle(tape_, block_node(in)));
     Var v;
     if (op.op) {
       v = record_program_op(tape_, op.op, inputs, op.takes_gradient);
@@ -299,10 +300,7 @@ void StepReplay::begin_block(std::int64_t t0, std::int64_t t1, const std::vector
 void StepReplay::drop_unread_block() {
   if (blocks_.ops.empty()) return;
   std::vector<std::uint32_t> ids;
-  for (const PushedBlocks::Op& op : blocks_.ops) {
-    const auto it = block_nodes_.find(op.node);
-    ids.push_back(it == block_nodes_.end() ? op.node : it->second);
-  }
+  for (const PushedBlocks::Op& op : blocks_.ops) ids.push_back(block_node(op.node));
   const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
   const std::uint32_t begin = *lo;
   const std::vector<std::uint8_t> read = recur::scan_engine::detail::read_by_backward(tape_, begin, *hi + 1);
@@ -333,16 +331,12 @@ std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin
   return read;
 }
 
-bool unread_by_backward(const Tape& tape, std::uint32_t id) { return !read_by_backward(tape, id, id + 1)[0]; }
-
 Var StepReplay::resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t) {
   switch (r.kind) {
     case Kind::row: {
       for (const auto& [node, row] : rows_)
         if (node == r.index) return row;
-      const auto in_block = block_nodes_.find(r.index);
-      const std::uint32_t node = in_block == block_nodes_.end() ? r.index : in_block->second;
-      rows_.emplace_back(r.index, index(TapeAccess::handle(tape_, node), 0, t - block_begin_));
+      rows_.emplace_back(r.index, index(TapeAccess::handle(tape_, block_node(r.index)), 0, t - block_begin_));
       return rows_.back().second;
     }
     case Kind::arg: return args[r.index];

@@ -121,6 +121,8 @@ class StepReplay {
 
  private:
   Var resolve(const ValueRef& r, std::span<const Var> args, std::int64_t t);
+  // The current block's node of first-block node `first` (itself in the first block).
+  std::uint32_t block_node(std::uint32_t first) const;
   // Whether a backward rule reads readers_[value]'s value, node `id` at this step: its own
   // op's, or a reader's (after run).
   bool read_by_backward(std::size_t value, std::uint32_t id) const;
@@ -143,12 +145,10 @@ class StepReplay {
   std::optional<std::vector<std::size_t>> droppable_;  // readers_ entries drop_unread drops
 };
 
-// Whether no backward rule reads op node `id`'s elements: neither its own op's nor that of
-// any later node that takes it as an input (a loop's products over every step, once the
-// steps are recorded: each step's row of them is dropped already).
-bool unread_by_backward(const Tape& tape, std::uint32_t id);
-// The same for every op node in [begin, end) at once, in one pass over the tape: 1 where a
-// rule reads the node's elements (or it is no op node).
+// Per op node in [begin, end), in one pass over the tape: 1 where a backward rule reads its
+// elements (its own op's, or that of a later node that takes it as an input), or it is no
+// op node; 0 where its buffer can go (a loop's products over every step, once the steps are
+// recorded: each step's row of them is dropped already).
 std::vector<std::uint8_t> read_by_backward(const Tape& tape, std::uint32_t begin, std::uint32_t end);
 
 }  // namespace recur::scan_engine::detail

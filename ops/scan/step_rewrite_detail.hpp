@@ -52,7 +52,7 @@ struct RewriteContext {
 // t - t0 of that node's counterpart in t's block.
 struct PushedBlocks {
   struct Op {
-    recur::detail::OpBox op;            // empty: a reshape to `shape` (-1: the rows of every step)
+    recur::detail::OpBox op;            // empty: a reshape to `shape`, its first size per step
     Shape shape;
     std::vector<std::uint32_t> inputs;  // the first block's nodes (or nodes made before the loop)
     bool takes_gradient = true;
