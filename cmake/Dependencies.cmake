@@ -10,6 +10,7 @@ find_package(Threads REQUIRED)
 if(NOT DEFINED BLA_VENDOR)
   set(BLA_VENDOR OpenBLAS)
 endif()
+include(${CMAKE_CURRENT_LIST_DIR}/recurOpenblasOpenmp.cmake)
 find_package(BLAS REQUIRED)
 find_package(xtl REQUIRED)
 find_package(xtensor REQUIRED)
@@ -21,6 +22,7 @@ find_package(Boost 1.74 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/recurZip.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/recurXsmm.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/recurOnednn.cmake)
 # The ONNX importer (ops/onnx/, target recur::onnx) needs the ONNX project's library
 # (libonnx-dev: its protobuf classes and checker) and protobuf; without them it is not built.
 # RECUR_BUILD_ONNX=OFF leaves it out on purpose (the ThreadSanitizer build does not need it).

@@ -27,17 +27,26 @@ configure_package_config_file(cmake/recurConfig.cmake.in ${PROJECT_BINARY_DIR}/r
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/recurConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/recurConfig.cmake ${PROJECT_BINARY_DIR}/recurConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/recurZip.cmake ${PROJECT_SOURCE_DIR}/cmake/recurXsmm.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/recurOnednn.cmake ${PROJECT_SOURCE_DIR}/cmake/recurOpenblasOpenmp.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/recur)
 
 # pkg-config (recur.pc): the core library for a Makefile or any build without CMake. recur is a
-# static library, so Libs lists what it links besides (libxsmm when built with it, then the
-# BLAS, libzip, threads). The prefix is found from the .pc file's own place: the install moves.
+# static library, so Libs lists what it links besides (libxsmm and oneDNN when built with
+# them, then the BLAS, libzip, threads; OpenBLAS's OpenMP build by its directory, also as the
+# run path, as CMake's programs get it). The prefix is found from the .pc file's own place: the install moves.
 file(RELATIVE_PATH RECUR_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 set(RECUR_PC_LIBS "")
 if(RECUR_WITH_XSMM)
   set(RECUR_PC_LIBS "-lxsmm")
 endif()
+if(RECUR_WITH_DNNL)
+  string(APPEND RECUR_PC_LIBS " -ldnnl")
+endif()
 foreach(lib IN LISTS BLAS_LIBRARIES)  # the BLAS found at build time, by name (-lopenblas)
+  get_filename_component(dir "${lib}" DIRECTORY)
+  if(dir MATCHES "/openblas-openmp$")
+    string(APPEND RECUR_PC_LIBS " -L${dir} -Wl,-rpath,${dir}")
+  endif()
   get_filename_component(name "${lib}" NAME_WE)
   string(REGEX REPLACE "^lib" "" name "${name}")
   string(APPEND RECUR_PC_LIBS " -l${name}")

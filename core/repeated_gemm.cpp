@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include <recur/core/blas.hpp>
+#include <recur/core/onednn_matmul_detail.hpp>
 
 #ifdef RECUR_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -17,7 +18,11 @@ namespace {
 
 StepGemm initial_choice() {
   const char* v = std::getenv("RECUR_STEP_GEMM");
-  return v && std::string_view(v) == "openblas" ? StepGemm::openblas : StepGemm::libxsmm;
+  const std::string_view s = v ? v : "auto";
+  if (s == "openblas") return StepGemm::openblas;
+  if (s == "libxsmm") return StepGemm::libxsmm;
+  if (s == "onednn") return StepGemm::onednn;
+  return StepGemm::automatic;  // "auto", and anything else
 }
 std::atomic<StepGemm>& choice() {
   static std::atomic<StepGemm> c{initial_choice()};
@@ -41,6 +46,8 @@ constexpr double kMaxFlops = 64e6;
 
 void set_step_gemm(StepGemm which) { choice() = which; }
 StepGemm step_gemm() { return choice(); }
+
+bool onednn_built_in() { return detail::onednn_built_in(); }
 
 bool libxsmm_built_in() {
 #ifdef RECUR_HAVE_LIBXSMM
@@ -81,21 +88,38 @@ template <class T>
 RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* b, std::int64_t ldb,
                               bool b_transposed, std::int64_t lda, std::int64_t ldc, T beta)
     : m_(m), n_(n), k_(k), ldb_(ldb), lda_(lda), ldc_(ldc), b_(b), b_transposed_(b_transposed), beta_(beta) {
-#ifdef RECUR_HAVE_LIBXSMM
+  const StepGemm how = step_gemm();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (step_gemm() != StepGemm::libxsmm || m <= 0 || n <= 0 || k <= 0 || flops > kMaxFlops) return;
-  const std::int64_t ld = b_transposed ? n : ldb;  // B given transposed is copied to [k, n] below
+  const bool small = flops <= kMaxFlops;
+  if ((how == StepGemm::automatic || how == StepGemm::libxsmm) && small && use_libxsmm()) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (how == StepGemm::onednn || (how == StepGemm::automatic && !small && detail::blas_runs_on_openmp()))
+      onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta);
+  }
+}
+
+// libxsmm's kernels for the product, B transposed once if it was given as [n, k]; false
+// (OpenBLAS) where libxsmm is not built in or makes no kernel for the shape.
+template <class T>
+bool RepeatedGemm<T>::use_libxsmm() {
+#ifdef RECUR_HAVE_LIBXSMM
+  if (m_ <= 0 || n_ <= 0 || k_ <= 0) return false;
+  const std::int64_t m = m_, n = n_, k = k_;
+  const std::int64_t ld = b_transposed_ ? n : ldb_;  // B given transposed is copied to [k, n] below
   auto kernels = std::make_unique<Kernels>();
   kernels->tiles = n / kTile;
   const std::int64_t last_width = n % kTile;
-  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(kTile, m, k, ld, lda, ldc, beta))) return;
-  if (last_width > 0 && !(kernels->last = dispatch<T>(last_width, m, k, ld, lda, ldc, beta))) return;
-  if (b_transposed) {  // [n, k] to [k, n], once for the sequence
+  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(kTile, m, k, ld, lda_, ldc_, beta_))) return false;
+  if (last_width > 0 && !(kernels->last = dispatch<T>(last_width, m, k, ld, lda_, ldc_, beta_))) return false;
+  if (b_transposed_) {  // [n, k] to [k, n], once for the sequence
     b_columns_.resize(static_cast<std::size_t>(k * n));
     for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < k; ++i) b_columns_[static_cast<std::size_t>(i * n + j)] = b[j * ldb + i];
+      for (std::int64_t i = 0; i < k; ++i) b_columns_[static_cast<std::size_t>(i * n + j)] = b_[j * ldb_ + i];
   }
   kernels_ = std::move(kernels);
+  return true;
+#else
+  return false;
 #endif
 }
 
@@ -104,7 +128,7 @@ RepeatedGemm<T>::~RepeatedGemm() = default;
 
 template <class T>
 const char* RepeatedGemm<T>::backend() const {
-  return kernels_ ? "libxsmm" : "openblas";
+  return kernels_ ? "libxsmm" : onednn_ ? "onednn" : "openblas";
 }
 
 template <class T>
@@ -118,6 +142,9 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
     return;
   }
 #endif
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_) return (*onednn_)(a, c);
+  }
   gemm(false, b_transposed_, m_, n_, k_, T(1), a, lda_, b_, ldb_, beta_, c, ldc_);
 }
 

@@ -1,26 +1,37 @@
 #pragma once
 // One product shape run many times with the same right-hand matrix: a recurrent weight
-// over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. Up to a
-// few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite) it runs on
-// libxsmm's JIT kernels, made once for the shape, on the calling thread: OpenBLAS's fixed
-// cost per call (checks, packing W again) is most of a small product, and OpenBLAS's threads
-// turn a busy machine's scheduling delays into a delay at every step. Larger products stay
-// on OpenBLAS, whose threads pay there. Where libxsmm is not built in, has no kernel for the
-// shape (a CPU without AVX, say) or is switched off, the product is OpenBLAS's gemm, as
-// everywhere else. Measured, both ways: docs/performance.md, "Per-step products".
+// over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. The
+// backend is chosen once, for the shape:
+//  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
+//    libxsmm's JIT kernels, made once for the shape, on the calling thread. OpenBLAS's fixed
+//    cost per call (checks, packing W again) is most of a small product, and its threads
+//    turn a busy machine's scheduling delays into a delay at every step;
+//  - larger float32 products (L's): oneDNN's matmul with W reordered once into its own
+//    blocked layout, where OpenBLAS is its OpenMP build, so that both libraries' threads
+//    are one pool (with OpenBLAS's own pthreads pool, two pools spin against each other on
+//    the same cores, and the step's time depends on which spins when);
+//  - otherwise OpenBLAS's gemm, as everywhere else (also where libxsmm or oneDNN is not
+//    built in or makes no kernel for the shape).
+// Measured, every way: docs/performance.md, "Per-step products".
 //
-// RECUR_STEP_GEMM=openblas in the environment, or set_step_gemm(StepGemm::openblas), sends
-// every such product to OpenBLAS; the default, StepGemm::libxsmm, uses libxsmm where it can.
+// RECUR_STEP_GEMM in the environment (read once), or set_step_gemm(...), overrides this for
+// the process: `openblas` sends every such product to OpenBLAS, `libxsmm` keeps the small
+// ones on libxsmm and the rest on OpenBLAS, `onednn` sends every float32 product to oneDNN
+// (double to OpenBLAS); `auto` (the default) chooses as above.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace recur::blas {
+namespace detail {
+class OnednnMatmul;
+}
 
-enum class StepGemm { libxsmm, openblas };
+enum class StepGemm { automatic, libxsmm, onednn, openblas };
 void set_step_gemm(StepGemm which);  // for the process, from now on
 StepGemm step_gemm();
 bool libxsmm_built_in();
+bool onednn_built_in();
 
 // C[m, n] = A[m, k] op(B) + beta C, row-major with row strides lda, ldc; op(B) = B [k, n]
 // (ldb), or with b_transposed, B is stored as [n, k] (ldb) and op(B) its transpose.
@@ -34,17 +45,19 @@ class RepeatedGemm {
   RepeatedGemm& operator=(const RepeatedGemm&) = delete;
 
   void operator()(const T* a, T* c) const;
-  // "libxsmm" or "openblas": what this product runs on.
+  // "libxsmm", "onednn" or "openblas": what this product runs on.
   const char* backend() const;
 
  private:
   struct Kernels;
+  bool use_libxsmm();
   std::int64_t m_, n_, k_, ldb_, lda_, ldc_;
   const T* b_;
   bool b_transposed_;
   T beta_;
   std::vector<T> b_columns_;        // B as [k, n], when it was given transposed
-  std::unique_ptr<Kernels> kernels_;  // null: OpenBLAS
+  std::unique_ptr<Kernels> kernels_;  // libxsmm's, or null
+  std::unique_ptr<detail::OnednnMatmul> onednn_;  // oneDNN's primitive, or null (both null: OpenBLAS)
 };
 
 extern template class RepeatedGemm<float>;

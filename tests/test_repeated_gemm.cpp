@@ -1,7 +1,7 @@
-// The per-step recurrent products (core/repeated_gemm.hpp): libxsmm's kernels against
-// OpenBLAS's gemm and a plain loop, on every form the fused layers use, and the layers
-// themselves with each backend. Where recur was built without libxsmm, or this CPU gets no
-// libxsmm kernel, the libxsmm side is skipped and says so.
+// The per-step recurrent products (core/repeated_gemm.hpp): libxsmm's kernels and oneDNN's
+// matmul against OpenBLAS's gemm and a plain loop, on every form the fused layers use, and
+// the layers themselves with each backend. Where recur was built without libxsmm or oneDNN,
+// or this CPU gets no libxsmm kernel, that side is skipped and says so.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <recur/core/onednn_matmul_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/recur.hpp>
 
@@ -59,19 +60,19 @@ struct Shape3 {
 };
 
 // C = A op(B) + beta C0 with strides wider than the rows: by the product, and by a plain loop.
+// `expect`: the backend the product must run on ("libxsmm": skipped where libxsmm made no
+// kernel for the shape).
 template <class T>
-void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, bool expect_libxsmm) {
+void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, const std::string& expect) {
   const UseStepGemm use(which);
   const std::int64_t lda = s.k + 3, ldc = s.n + 5, ldb = (transposed ? s.k : s.n) + 2;
   const std::vector<T> a = random_values<T>(static_cast<std::size_t>(s.m * lda), 1);
   const std::vector<T> b = random_values<T>(static_cast<std::size_t>((transposed ? s.n : s.k) * ldb), 2);
   std::vector<T> c = random_values<T>(static_cast<std::size_t>(s.m * ldc), 3), want = c;
   const RepeatedGemm<T> product(s.m, s.n, s.k, b.data(), ldb, transposed, lda, ldc, beta);
-  if (expect_libxsmm && std::string(product.backend()) != "libxsmm")
+  if (expect == "libxsmm" && std::string(product.backend()) != "libxsmm")
     GTEST_SKIP() << "libxsmm made no kernel for this shape on this CPU";
-  if (!expect_libxsmm) {
-    EXPECT_STREQ(product.backend(), "openblas");
-  }
+  ASSERT_EQ(product.backend(), expect);
   for (int round = 0; round < 2; ++round) {  // the same kernels again, on a new A
     product(a.data() + round, c.data());
     for (std::int64_t i = 0; i < s.m; ++i)
@@ -102,80 +103,126 @@ TEST(RepeatedGemm, LibxsmmKernelsEqualAPlainLoop) {
   SKIP_UNLESS_TARGET_RUNS_HERE();
   for (const Shape3& s : kSmall)
     for (bool transposed : {false, true}) {
-      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 0.f, true);
-      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 1.f, true);
-      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 0.0, true);
-      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 1.0, true);
+      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 0.f, "libxsmm");
+      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 1.f, "libxsmm");
+      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 0.0, "libxsmm");
+      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 1.0, "libxsmm");
     }
 }
 
 TEST(RepeatedGemm, OpenblasEqualsAPlainLoop) {
   for (const Shape3& s : kSmall)
     for (bool transposed : {false, true}) {
-      expect_product_right<float>(StepGemm::openblas, s, transposed, 1.f, false);
-      expect_product_right<double>(StepGemm::openblas, s, transposed, 0.0, false);
+      expect_product_right<float>(StepGemm::openblas, s, transposed, 1.f, "openblas");
+      expect_product_right<double>(StepGemm::openblas, s, transposed, 0.0, "openblas");
     }
 }
 
 // Large products keep OpenBLAS, whose threads pay there (more than 64 MFLOP: 2 m n k).
 TEST(RepeatedGemm, LargeProductsStayOnOpenblas) {
   SKIP_UNLESS_TARGET_RUNS_HERE();
-  expect_product_right<double>(StepGemm::libxsmm, {1, 4096, 8200}, true, 1.0, false);
+  expect_product_right<double>(StepGemm::libxsmm, {1, 4096, 8200}, true, 1.0, "openblas");
 }
 
-// The M configuration's products (B32 H256: 17 MFLOP) run on libxsmm.
+// The M configuration's products (B32 H256: 17 MFLOP) run on libxsmm, by default too.
 TEST(RepeatedGemm, MediumProductsRunOnLibxsmm) {
   if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
   SKIP_UNLESS_TARGET_RUNS_HERE();
-  expect_product_right<float>(StepGemm::libxsmm, {32, 1024, 256}, true, 1.f, true);
-  expect_product_right<double>(StepGemm::libxsmm, {32, 256, 1024}, false, 1.0, true);
+  expect_product_right<float>(StepGemm::automatic, {32, 1024, 256}, true, 1.f, "libxsmm");
+  expect_product_right<double>(StepGemm::libxsmm, {32, 256, 1024}, false, 1.0, "libxsmm");
 }
 
-// One training step of each fused layer on both backends (float64, S-like sizes so that
-// libxsmm runs): outputs and every gradient agree.
-TEST(RepeatedGemm, FusedLayersAgreeOnBothBackends) {
-  if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
-  SKIP_UNLESS_TARGET_RUNS_HERE();
-  struct Run {
-    std::vector<Tensor> values;
-  };
-  auto train = [](const std::string& cell, StepGemm which) {
-    const UseStepGemm use(which);
-    Generator gen(5);
-    nn::RecurrentOptions o{.input_size = 6, .hidden_size = 20, .num_layers = 2, .bidirectional = true};
-    o.dtype = DType::float64;
-    Tape tape;
-    const Var x = tape.variable(uniform({7, 3, 6}, -1, 1, gen, DType::float64));
-    Run r;
-    auto finish = [&](const Module& m, const nn::RecurrentOutput& out) {
-      const Var loss = sum(out.output * out.output) + sum(out.h_n);
-      tape.backward(loss);
-      r.values.push_back(out.output.value());
-      r.values.push_back(x.grad());
-      for (const auto& [name, p] : m.named_parameters()) r.values.push_back(p.grad());
-    };
-    if (cell == "lstm") {
-      const nn::LSTM layer(o, gen);
-      finish(layer, layer(x));
-    } else if (cell == "gru") {
-      const nn::GRU layer(o, gen);
-      finish(layer, layer(x));
-    } else {
-      const nn::RNN layer(o, gen);
-      finish(layer, layer(x));
+TEST(RepeatedGemm, OnednnEqualsAPlainLoop) {
+  if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
+  for (const Shape3& s : kSmall)
+    for (bool transposed : {false, true}) {
+      expect_product_right<float>(StepGemm::onednn, s, transposed, 0.f, "onednn");
+      expect_product_right<float>(StepGemm::onednn, s, transposed, 1.f, "onednn");
+      expect_product_right<double>(StepGemm::onednn, s, transposed, 1.0, "openblas");  // oneDNN has no f64 matmul
     }
-    return r;
+}
+
+// By default a float32 product above libxsmm's limit (72 MFLOP here) runs on oneDNN where
+// OpenBLAS is its OpenMP build (one pool of threads for both), on OpenBLAS otherwise.
+TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhenOpenblasRunsOnOpenmp) {
+  const bool onednn = blas::onednn_built_in() && blas::detail::blas_runs_on_openmp();
+  for (bool transposed : {false, true})
+    expect_product_right<float>(StepGemm::automatic, {16, 2048, 1100}, transposed, 1.f,
+                                onednn ? "onednn" : "openblas");
+  expect_product_right<double>(StepGemm::automatic, {16, 2048, 1100}, true, 1.0, "openblas");
+}
+
+#ifdef RECUR_TEST_OPENMP_OPENBLAS
+// The build linked OpenBLAS's OpenMP build (cmake/recurOpenblasOpenmp.cmake): the programs
+// load that one, whichever build the system's libopenblas.so.0 points to.
+TEST(RepeatedGemm, TheOpenmpBuildOfOpenblasTheBuildFoundIsTheOneLoaded) {
+  EXPECT_TRUE(blas::detail::blas_runs_on_openmp());
+}
+#endif
+
+// One training step of a fused layer (two layers, both directions) on one backend: its
+// output, the input's gradient and every parameter's.
+std::vector<Tensor> train_step(const std::string& cell, StepGemm which, DType dtype) {
+  const UseStepGemm use(which);
+  Generator gen(5);
+  nn::RecurrentOptions o{.input_size = 6, .hidden_size = 20, .num_layers = 2, .bidirectional = true};
+  o.dtype = dtype;
+  Tape tape;
+  const Var x = tape.variable(uniform({7, 3, 6}, -1, 1, gen, dtype));
+  std::vector<Tensor> values;
+  auto finish = [&](const Module& m, const nn::RecurrentOutput& out) {
+    const Var loss = sum(out.output * out.output) + sum(out.h_n);
+    tape.backward(loss);
+    values.push_back(out.output.value());
+    values.push_back(x.grad());
+    for (const auto& [name, p] : m.named_parameters()) values.push_back(p.grad());
   };
+  if (cell == "lstm") {
+    const nn::LSTM layer(o, gen);
+    finish(layer, layer(x));
+  } else if (cell == "gru") {
+    const nn::GRU layer(o, gen);
+    finish(layer, layer(x));
+  } else {
+    const nn::RNN layer(o, gen);
+    finish(layer, layer(x));
+  }
+  return values;
+}
+
+// Every layer's values and gradients on `which` against OpenBLAS's, within `tolerance`
+// relative.
+void expect_layers_agree(StepGemm which, DType dtype, double tolerance) {
   for (const std::string cell : {"lstm", "gru", "rnn"}) {
-    const Run a = train(cell, StepGemm::libxsmm), b = train(cell, StepGemm::openblas);
-    ASSERT_EQ(a.values.size(), b.values.size());
-    for (std::size_t i = 0; i < a.values.size(); ++i) {
-      const std::vector<double> x = testing::values(a.values[i]), y = testing::values(b.values[i]);
+    const std::vector<Tensor> a = train_step(cell, which, dtype), b = train_step(cell, StepGemm::openblas, dtype);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::vector<double> x = testing::values(a[i]), y = testing::values(b[i]);
       ASSERT_EQ(x.size(), y.size());
       for (std::size_t j = 0; j < x.size(); ++j)
-        ASSERT_NEAR(x[j], y[j], 1e-12 * (1 + std::abs(y[j]))) << cell << " value " << i << " element " << j;
+        ASSERT_NEAR(x[j], y[j], tolerance * (1 + std::abs(y[j]))) << cell << " value " << i << " element " << j;
     }
   }
+}
+
+// float64, S-like sizes so that libxsmm runs.
+TEST(RepeatedGemm, FusedLayersAgreeOnLibxsmmAndOpenblas) {
+  if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
+  SKIP_UNLESS_TARGET_RUNS_HERE();
+  expect_layers_agree(StepGemm::libxsmm, DType::float64, 1e-12);
+}
+
+// float32 (oneDNN's matmul has no float64): sums in another order, so within float32's
+// rounding over the seven steps.
+TEST(RepeatedGemm, FusedLayersAgreeOnOnednnAndOpenblas) {
+  if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
+  {  // the layers' products (B3 H20: 3 x 80 x 20 forward, 3 x 20 x 80 back) do run on oneDNN
+    const UseStepGemm use(StepGemm::onednn);
+    const std::vector<float> w = random_values<float>(80 * 20, 1);
+    EXPECT_STREQ(RepeatedGemm<float>(3, 80, 20, w.data(), 20, true, 20, 80, 1.f).backend(), "onednn");
+    EXPECT_STREQ(RepeatedGemm<float>(3, 20, 80, w.data(), 20, false, 80, 20, 1.f).backend(), "onednn");
+  }
+  expect_layers_agree(StepGemm::onednn, DType::float32, 2e-5);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+#pragma once
+// Internal to core/repeated_gemm.cpp: oneDNN's matmul primitive as the per-step product's
+// backend for large float32 products. B, the same at every step, is reordered once into
+// oneDNN's own blocked layout, so no step packs it again (OpenBLAS packs B at every call:
+// for L's [64, 1024] x [1024, 4096] that is 16 MB moved per 0.5 GFLOP). oneDNN's threads
+// are OpenMP's; they share one pool with OpenBLAS's only when OpenBLAS is its OpenMP build
+// (blas_runs_on_openmp), which is when repeated_gemm.cpp chooses this by itself.
+#include <cstdint>
+#include <memory>
+
+namespace recur::blas::detail {
+
+bool onednn_built_in();
+
+// Whether the OpenBLAS this process runs is its OpenMP build (openblas_get_parallel() == 2):
+// then OpenBLAS's and oneDNN's threads are one pool, OpenMP's.
+bool blas_runs_on_openmp();
+
+// C[m, n] = A[m, k] op(B) + beta C with row strides lda, ldc; op(B) = B [k, n] (ldb), or with
+// b_transposed B stored [n, k] (ldb) and op(B) its transpose. beta is 0 or 1.
+class OnednnMatmul {
+ public:
+  // Null where oneDNN is not built in or makes no primitive for the product.
+  static std::unique_ptr<OnednnMatmul> make(std::int64_t m, std::int64_t n, std::int64_t k, const float* b,
+                                            std::int64_t ldb, bool b_transposed, std::int64_t lda, std::int64_t ldc,
+                                            float beta);
+  ~OnednnMatmul();
+  OnednnMatmul(const OnednnMatmul&) = delete;
+  OnednnMatmul& operator=(const OnednnMatmul&) = delete;
+
+  void operator()(const float* a, float* c) const;
+
+ private:
+  struct Primitive;
+  explicit OnednnMatmul(std::unique_ptr<Primitive> p);
+  std::unique_ptr<Primitive> p_;
+};
+
+}  // namespace recur::blas::detail
