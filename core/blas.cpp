@@ -1,5 +1,8 @@
 #include <recur/core/blas.hpp>
 
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -15,6 +18,19 @@ namespace {
 // OpenBLAS's best kernels for this CPU before main, so before any product runs (see
 // blas_kernel.cpp). Here, beside gemm, so that every program that multiplies links it.
 [[maybe_unused]] const bool best_kernel_selected = (detail::select_best_kernel_once(), true);
+
+// OpenBLAS's OpenMP build (the one recur links where installed: cmake/recurOpenblasOpenmp.cmake)
+// ignores OPENBLAS_NUM_THREADS and follows OpenMP's thread count. recur's one thread setting
+// stays OPENBLAS_NUM_THREADS: set, it becomes the loading thread's OpenMP count (and
+// OpenBLAS's), as the pthreads build would take it, over OMP_NUM_THREADS.
+void apply_openblas_num_threads() {
+  if (openblas_get_parallel() != OPENBLAS_OPENMP) return;
+  const char* v = std::getenv("OPENBLAS_NUM_THREADS");
+  int n = 0;
+  if (!v || std::from_chars(v, v + std::strlen(v), n).ec != std::errc() || n < 1) return;
+  openblas_set_num_threads(n);
+}
+[[maybe_unused]] const bool thread_count_applied = (apply_openblas_num_threads(), true);
 
 CBLAS_TRANSPOSE flag(bool t) { return t ? CblasTrans : CblasNoTrans; }
 

@@ -13,7 +13,9 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
           std::int64_t ldc);
 
-// OpenBLAS's thread count (benchmarks set it equal to the peer's).
+// OpenBLAS's thread count (benchmarks set it equal to the peer's); OPENBLAS_NUM_THREADS
+// sets it as the program loads. In OpenBLAS's OpenMP build it is the calling thread's
+// OpenMP thread count, which oneDNN's products follow too.
 void set_num_threads(int n);
 int num_threads();
 
