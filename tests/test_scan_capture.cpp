@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/recur.hpp>
 
 #include <recur/autodiff/tape_access.hpp>
@@ -258,9 +259,12 @@ TEST(ScanCapture, PushedOutWorkInBlocksGivesTheRecordedResults) {
 }
 
 // In float32 each step's product with h runs on the layers' per-step kernel (libxsmm where
-// it is built in, core/repeated_gemm.hpp), the recorded step's on OpenBLAS: the same values
+// it is built in, oneDNN for large products; core/repeated_gemm.hpp), and so does backward's
+// g W^T where that kernel is oneDNN's; the recorded step's run on OpenBLAS: the same values
 // and gradients within float32 rounding. (In float64 both are OpenBLAS's: the tests above.)
-TEST(ScanCapture, Float32StepProductsGiveTheRecordedResults) {
+void expect_float32_step_products_give_the_recorded_results(blas::StepGemm which) {
+  const blas::StepGemm before = blas::step_gemm();
+  blas::set_step_gemm(which);
   const CellCase c = cells()[0];
   std::vector<Tensor> outs[2], grads[2];
   for (const Capture capture : {Capture::off, Capture::required}) {
@@ -279,8 +283,18 @@ TEST(ScanCapture, Float32StepProductsGiveTheRecordedResults) {
     for (const Var& p : in.params) grads[k].push_back(p.grad());
     grads[k].push_back(in.xs.grad());
   }
+  blas::set_step_gemm(before);
   for (std::size_t j = 0; j < outs[0].size(); ++j) EXPECT_LE(relative_error(outs[1][j], outs[0][j]), 1e-5) << "output " << j;
   for (std::size_t j = 0; j < grads[0].size(); ++j) EXPECT_LE(relative_error(grads[1][j], grads[0][j]), 1e-4) << "gradient " << j;
+}
+
+TEST(ScanCapture, Float32StepProductsGiveTheRecordedResults) {
+  expect_float32_step_products_give_the_recorded_results(blas::StepGemm::automatic);
+}
+
+TEST(ScanCapture, Float32StepProductsOnOnednnGiveTheRecordedResults) {
+  if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
+  expect_float32_step_products_give_the_recorded_results(blas::StepGemm::onednn);
 }
 
 // No rows at all: nothing to batch, and the same (empty) results.

@@ -2,6 +2,7 @@
 #include <recur/ops/scan/weight_grad_rows_detail.hpp>
 
 #include <cstring>
+#include <string_view>
 
 #include <recur/autodiff/record.hpp>
 #include <recur/core/blas.hpp>
@@ -56,33 +57,51 @@ void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
 namespace {
 
 // A loop's h W in float32 on the kernel the layers' per-step products use (core/
-// repeated_gemm.hpp: libxsmm on the calling thread for small products, made once for the
-// loop's shape and W), kept between the loop's steps. float64 stays on matmul's OpenBLAS
-// call, so that its values equal the recorded step's to the bit.
+// repeated_gemm.hpp: libxsmm on the calling thread for small products, oneDNN for large
+// ones; made once for the loop's shape and W), kept between the loop's steps; and backward's
+// g W^T on oneDNN where the default chooses it for the shape (at M, libxsmm's one thread
+// measured slower there than OpenBLAS's two: docs/performance.md). float64 stays on
+// matmul's OpenBLAS call, so that its values equal the recorded step's to the bit.
 class StepProduct {
  public:
   // h W, or an undefined Tensor where matmul has to take it (another dtype or shape).
-  Tensor operator()(const Tensor& h, const Tensor& w) {
-    if (h.dtype() != DType::float32 || w.dtype() != DType::float32 || h.rank() != 2 || w.rank() != 2 ||
-        h.size(1) != w.size(0))
-      return Tensor();
-    const std::int64_t m = h.size(0), k = h.size(1), n = w.size(1);
-    if (!gemm_ || w.storage() != weight_ || w.data<float>() != w_data_ || m != m_ || k != k_ || n != n_) {
-      gemm_ = std::make_unique<blas::RepeatedGemm<float>>(m, n, k, w.data<float>(), n, false, k, n, 0.f);
-      weight_ = w.storage();
-      w_data_ = w.data<float>();
-      m_ = m, k_ = k, n_ = n;
-    }
-    Tensor out = Tensor::empty({m, n}, DType::float32);
-    if (m > 0 && n > 0) (*gemm_)(h.data<float>(), out.data<float>());
-    return out;
-  }
+  Tensor operator()(const Tensor& h, const Tensor& w) { return forward_.run(h, w, false); }
+  // g W^T, or an undefined Tensor where matmul takes it.
+  Tensor transposed(const Tensor& g, const Tensor& w) { return backward_.run(g, w, true); }
 
  private:
-  std::unique_ptr<blas::RepeatedGemm<float>> gemm_;
-  StoragePtr weight_;  // W's buffer, held: no other buffer can take its address meanwhile
-  const float* w_data_ = nullptr;
-  std::int64_t m_ = 0, k_ = 0, n_ = 0;
+  // One product a op(W) with W the same at every step, remade when W or the shape changes.
+  struct Kernel {
+    std::unique_ptr<blas::RepeatedGemm<float>> gemm;
+    StoragePtr weight;  // W's buffer, held: no other buffer can take its address meanwhile
+    const float* w_data = nullptr;
+    std::int64_t m = 0, k = 0, n = 0;
+    bool only_onednn = false;  // backward: OpenBLAS's matmul unless the kernel is oneDNN's
+
+    Tensor run(const Tensor& a, const Tensor& w, bool w_transposed) {
+      if (a.dtype() != DType::float32 || w.dtype() != DType::float32 || a.rank() != 2 || w.rank() != 2 ||
+          a.size(1) != w.size(w_transposed ? 1 : 0))
+        return Tensor();
+      const std::int64_t rows = a.size(0), inner = a.size(1), cols = w.size(w_transposed ? 0 : 1);
+      if (!gemm || w.storage() != weight || w.data<float>() != w_data || rows != m || inner != k || cols != n) {
+        gemm = std::make_unique<blas::RepeatedGemm<float>>(rows, cols, inner, w.data<float>(), w.size(1),
+                                                           w_transposed, inner, cols, 0.f);
+        weight = w.storage();
+        w_data = w.data<float>();
+        m = rows, k = inner, n = cols;
+      }
+      if (only_onednn && std::string_view(gemm->backend()) != "onednn") return Tensor();
+      Tensor out = Tensor::empty({rows, cols}, DType::float32);
+      if (rows > 0 && cols > 0) (*gemm)(a.data<float>(), out.data<float>());
+      return out;
+    }
+  };
+  static Kernel only_on_onednn() {
+    Kernel k;
+    k.only_onednn = true;
+    return k;
+  }
+  Kernel forward_, backward_ = only_on_onednn();
 };
 
 struct StepMatmul {
@@ -103,7 +122,12 @@ struct StepMatmul {
   Grads<V> backward(const BackwardArgs<V>& a) const {
     const V &h = a.inputs[0], &w = a.inputs[1];
     Grads<V> out(2);
-    if (a.needs_grad(0)) out[0] = matmul_t(a.grad, w, false, !transpose_w);
+    if (a.needs_grad(0)) {
+      if constexpr (std::is_same_v<V, Tensor>) {
+        if (!transpose_w && product) out[0] = product->transposed(a.grad, w);
+      }
+      if (!out[0].defined()) out[0] = matmul_t(a.grad, w, false, !transpose_w);
+    }
     if (a.needs_grad(1)) {
       if constexpr (std::is_same_v<V, Tensor>) {
         if (a.sink) {
