@@ -8,11 +8,15 @@
 # cores with one more process costs at most 2x).
 #   scripts/bench_busy.sh [build-dir]        (build with scripts/bench.sh --rnn first)
 # BENCH_ROUNDS (default 2) such pairs of rounds, each of BENCH_REPETITIONS (default 3).
+# Every side runs with OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep), as in bench.sh;
+# BENCH_WAIT_POLICY=default leaves the variable unset (OpenMP's own default: idle threads
+# spin a while first), any other value is passed on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-bench}"
 filter="${BENCH_BUSY_FILTER:-^rnn/(rnn|lstm|gru)/(M|L)/}"
-export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
+export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2
+if [[ "${BENCH_WAIT_POLICY:-PASSIVE}" == default ]]; then unset OMP_WAIT_POLICY; else export OMP_WAIT_POLICY="${BENCH_WAIT_POLICY:-PASSIVE}"; fi
 sides=(recur_bench)
 [[ -x "$build/bench/recur_bench_onednn" ]] && sides+=(recur_bench_onednn)
 results=$(mktemp)
