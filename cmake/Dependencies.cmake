@@ -11,10 +11,12 @@ if(NOT DEFINED BLA_VENDOR)
   set(BLA_VENDOR OpenBLAS)
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/recurOpenblasOpenmp.cmake)
+recur_prefer_openblas_openmp()
 find_package(BLAS REQUIRED)
 find_package(xtl REQUIRED)
 find_package(xtensor REQUIRED)
 find_package(xtensor-blas REQUIRED)
+recur_restore_library_path()
 find_package(Boost 1.74 REQUIRED)
 # nlohmann-json (header-only) parses and writes safetensors headers inside recur's own .cpp
 # files; no public header includes it, so it is a build-time dependency only

@@ -1,12 +1,16 @@
 #include <recur/core/blas.hpp>
 
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include <dlfcn.h>
+
 #include <recur/core/blas_kernel_detail.hpp>
+#include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/error.hpp>
 
 // OpenBLAS's own cblas.h (not the alternatives link): it also declares
@@ -19,16 +23,45 @@ namespace {
 // blas_kernel.cpp). Here, beside gemm, so that every program that multiplies links it.
 [[maybe_unused]] const bool best_kernel_selected = (detail::select_best_kernel_once(), true);
 
-// OpenBLAS's OpenMP build (the one recur links where installed: cmake/recurOpenblasOpenmp.cmake)
-// ignores OPENBLAS_NUM_THREADS and follows OpenMP's thread count. recur's one thread setting
-// stays OPENBLAS_NUM_THREADS: set, it becomes the loading thread's OpenMP count (and
-// OpenBLAS's), as the pthreads build would take it, over OMP_NUM_THREADS.
-void apply_openblas_num_threads() {
-  if (openblas_get_parallel() != OPENBLAS_OPENMP) return;
+// recur's thread count (0: OpenMP's own, the same on every thread). OpenBLAS's OpenMP build
+// (the one recur links where installed: cmake/recurOpenblasOpenmp.cmake) ignores
+// OPENBLAS_NUM_THREADS and follows the calling thread's OpenMP count; recur keeps that
+// variable as its one thread setting, over OMP_NUM_THREADS, as the pthreads build takes it.
+std::atomic<int> thread_setting{0};
+
+int openblas_num_threads_variable() {
   const char* v = std::getenv("OPENBLAS_NUM_THREADS");
   int n = 0;
-  if (!v || std::from_chars(v, v + std::strlen(v), n).ec != std::errc() || n < 1) return;
-  openblas_set_num_threads(n);
+  if (!v || std::from_chars(v, v + std::strlen(v), n).ec != std::errc() || n < 1) return 0;
+  return n;
+}
+
+// OpenMP's per-thread count, looked up in the process (libgomp comes with OpenBLAS's OpenMP
+// build; recur itself does not link it): null on the pthreads build.
+struct OpenmpThreads {
+  using Get = int (*)();
+  using Set = void (*)(int);
+  Get get = nullptr;
+  Set set = nullptr;
+};
+const OpenmpThreads& openmp_threads() {
+  static const OpenmpThreads o = [] {
+    OpenmpThreads r;
+    if (openblas_get_parallel() != OPENBLAS_OPENMP) return r;
+    r.get = reinterpret_cast<OpenmpThreads::Get>(::dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    r.set = reinterpret_cast<OpenmpThreads::Set>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    if (!r.get || !r.set) r = OpenmpThreads{};
+    return r;
+  }();
+  return o;
+}
+
+void apply_openblas_num_threads() {
+  if (openblas_get_parallel() != OPENBLAS_OPENMP) return;
+  if (const int n = openblas_num_threads_variable(); n > 0) {
+    thread_setting = n;
+    openblas_set_num_threads(n);
+  }
 }
 [[maybe_unused]] const bool thread_count_applied = (apply_openblas_num_threads(), true);
 
@@ -46,6 +79,7 @@ template <class T>
 void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   check_sizes(m, n, k, lda, ldb, ldc);
+  detail::match_thread_count();
   constexpr auto cblas_gemm = [] {
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
     else return cblas_dgemm;
@@ -65,7 +99,23 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, doub
   gemm_as(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void set_num_threads(int n) { openblas_set_num_threads(n); }
+void set_num_threads(int n) {
+  if (openblas_get_parallel() == OPENBLAS_OPENMP && n > 0) thread_setting = n;
+  openblas_set_num_threads(n);
+}
+
+namespace detail {
+bool blas_runs_on_openmp() { return openblas_get_parallel() == OPENBLAS_OPENMP; }
+
+// Every thread that multiplies runs with recur's count: OpenMP's is per thread, and OpenBLAS
+// takes the calling thread's (for the whole process) at each call.
+void match_thread_count() {
+  const int n = thread_setting.load(std::memory_order_relaxed);
+  if (n <= 0) return;
+  const OpenmpThreads& omp = openmp_threads();
+  if (omp.get && omp.get() != n) omp.set(n);
+}
+}  // namespace detail
 int num_threads() { return openblas_get_num_threads(); }
 
 }  // namespace recur::blas

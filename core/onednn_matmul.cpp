@@ -1,6 +1,8 @@
 #include <recur/core/onednn_matmul_detail.hpp>
 
-#include <x86_64-linux-gnu/openblas-pthread/cblas.h>  // openblas_get_parallel: the same in every build
+#include <new>
+
+#include <recur/core/blas_threads_detail.hpp>
 
 #ifdef RECUR_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -8,19 +10,15 @@
 
 namespace recur::blas::detail {
 
-bool blas_runs_on_openmp() { return openblas_get_parallel() == OPENBLAS_OPENMP; }
-
 #ifdef RECUR_HAVE_ONEDNN
 
 bool onednn_built_in() { return true; }
 
 struct OnednnMatmul::Primitive {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
   dnnl::matmul matmul;
   dnnl::memory weights;  // B in the primitive's own layout
-  // A and C wrap the caller's buffers; each call points them at its own (set_data_handle).
-  dnnl::memory a, c;
+  dnnl::memory::desc a, c;
 };
 
 std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n, std::int64_t k, const float* b,
@@ -46,21 +44,30 @@ std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n,
     p->matmul = dnnl::matmul(pd);
     memory given(b_md, p->engine, const_cast<float*>(b));  // read only, by the reorder
     p->weights = memory(pd.weights_desc(), p->engine);
-    dnnl::reorder(given, p->weights).execute(p->stream, given, p->weights);
-    p->stream.wait();
-    p->a = memory(a_md, p->engine, DNNL_MEMORY_NONE);
-    p->c = memory(c_md, p->engine, DNNL_MEMORY_NONE);
+    dnnl::stream stream(p->engine);
+    dnnl::reorder(given, p->weights).execute(stream, given, p->weights);
+    stream.wait();
+    p->a = a_md;
+    p->c = c_md;
     return std::unique_ptr<OnednnMatmul>(new OnednnMatmul(std::move(p)));
   } catch (const dnnl::error&) {  // no primitive for this product here: the caller's fallback
+    return nullptr;
+  } catch (const std::bad_alloc&) {
     return nullptr;
   }
 }
 
-void OnednnMatmul::operator()(const float* a, float* c) const {
-  p_->a.set_data_handle(const_cast<float*>(a));
-  p_->c.set_data_handle(c);
-  p_->matmul.execute(p_->stream, {{DNNL_ARG_SRC, p_->a}, {DNNL_ARG_WEIGHTS, p_->weights}, {DNNL_ARG_DST, p_->c}});
-  p_->stream.wait();
+bool OnednnMatmul::run(const float* a, float* c) const noexcept {
+  try {
+    match_thread_count();
+    dnnl::stream stream(p_->engine);
+    dnnl::memory am(p_->a, p_->engine, const_cast<float*>(a)), cm(p_->c, p_->engine, c);
+    p_->matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, p_->weights}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+    return true;
+  } catch (...) {  // dnnl::error or std::bad_alloc
+    return false;
+  }
 }
 
 #else  // built without oneDNN
@@ -71,7 +78,7 @@ std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t, std::int64_t, std
                                                  bool, std::int64_t, std::int64_t, float) {
   return nullptr;
 }
-void OnednnMatmul::operator()(const float*, float*) const {}
+bool OnednnMatmul::run(const float*, float*) const noexcept { return false; }
 
 #endif
 

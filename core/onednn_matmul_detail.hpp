@@ -4,17 +4,13 @@
 // oneDNN's own blocked layout, so no step packs it again (OpenBLAS packs B at every call:
 // for L's [64, 1024] x [1024, 4096] that is 16 MB moved per 0.5 GFLOP). oneDNN's threads
 // are OpenMP's; they share one pool with OpenBLAS's only when OpenBLAS is its OpenMP build
-// (blas_runs_on_openmp), which is when repeated_gemm.cpp chooses this by itself.
+// (blas_threads_detail.hpp), which is when repeated_gemm.cpp chooses this by itself.
 #include <cstdint>
 #include <memory>
 
 namespace recur::blas::detail {
 
 bool onednn_built_in();
-
-// Whether the OpenBLAS this process runs is its OpenMP build (openblas_get_parallel() == 2):
-// then OpenBLAS's and oneDNN's threads are one pool, OpenMP's.
-bool blas_runs_on_openmp();
 
 // C[m, n] = A[m, k] op(B) + beta C with row strides lda, ldc; op(B) = B [k, n] (ldb), or with
 // b_transposed B stored [n, k] (ldb) and op(B) its transpose. beta is 0 or 1.
@@ -28,7 +24,10 @@ class OnednnMatmul {
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
 
-  void operator()(const float* a, float* c) const;
+  // C = A op(B) (+ C); false, having written nothing, where oneDNN fails (memory for its
+  // scratchpad, say): the caller then takes OpenBLAS. Each call makes its own oneDNN memory
+  // objects and stream, so calls from several threads at once are safe.
+  bool run(const float* a, float* c) const noexcept;
 
  private:
   struct Primitive;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include <recur/core/blas.hpp>
+#include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
 
 #ifdef RECUR_HAVE_LIBXSMM
@@ -143,7 +144,7 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
   }
 #endif
   if constexpr (std::is_same_v<T, float>) {
-    if (onednn_) return (*onednn_)(a, c);
+    if (onednn_ && onednn_->run(a, c)) return;
   }
   gemm(false, b_transposed_, m_, n_, k_, T(1), a, lda_, b_, ldb_, beta_, c, ldc_);
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <recur/core/onednn_matmul_detail.hpp>
+#include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/recur.hpp>
 

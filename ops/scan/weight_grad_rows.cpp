@@ -76,7 +76,6 @@ class StepProduct {
     StoragePtr weight;  // W's buffer, held: no other buffer can take its address meanwhile
     const float* w_data = nullptr;
     std::int64_t m = 0, k = 0, n = 0;
-    bool only_onednn = false;  // backward: OpenBLAS's matmul unless the kernel is oneDNN's
 
     Tensor run(const Tensor& a, const Tensor& w, bool w_transposed) {
       if (a.dtype() != DType::float32 || w.dtype() != DType::float32 || a.rank() != 2 || w.rank() != 2 ||
@@ -90,18 +89,12 @@ class StepProduct {
         w_data = w.data<float>();
         m = rows, k = inner, n = cols;
       }
-      if (only_onednn && std::string_view(gemm->backend()) != "onednn") return Tensor();
       Tensor out = Tensor::empty({rows, cols}, DType::float32);
       if (rows > 0 && cols > 0) (*gemm)(a.data<float>(), out.data<float>());
       return out;
     }
   };
-  static Kernel only_on_onednn() {
-    Kernel k;
-    k.only_onednn = true;
-    return k;
-  }
-  Kernel forward_, backward_ = only_on_onednn();
+  Kernel forward_, backward_;
 };
 
 struct StepMatmul {
