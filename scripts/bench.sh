@@ -67,8 +67,11 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" "${memory_targets[@
 
 # Identical threading on all sides: OpenBLAS with 2 threads (the binaries also set it),
 # LibTorch's pool and oneDNN's OpenMP with 2, and OpenMP workers that sleep rather than spin
-# when idle.
-export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
+# when idle. BENCH_WAIT_POLICY=default leaves OMP_WAIT_POLICY unset instead (OpenMP's own
+# default: idle workers spin a while first; oneDNN is much faster at M and TBPTT so, see
+# docs/performance.md), any other value is passed on.
+export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2
+if [[ "${BENCH_WAIT_POLICY:-PASSIVE}" == default ]]; then unset OMP_WAIT_POLICY; else export OMP_WAIT_POLICY="${BENCH_WAIT_POLICY:-PASSIVE}"; fi
 flags=(--benchmark_filter="$filter" --benchmark_repetitions="${BENCH_REPETITIONS:-2}"
        --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true
        --benchmark_out_format=json "$@")
