@@ -22,6 +22,11 @@ namespace {
 // OpenBLAS's best kernels for this CPU before main, so before any product runs (see
 // blas_kernel.cpp). Here, beside gemm, so that every program that multiplies links it.
 [[maybe_unused]] const bool best_kernel_selected = (detail::select_best_kernel_once(), true);
+}  // namespace
+
+bool detail::blas_runs_on_openmp() { return openblas_get_parallel() == OPENBLAS_OPENMP; }
+
+namespace {
 
 // recur's thread count (0: OpenMP's own, the same on every thread). OpenBLAS's OpenMP build
 // (the one recur links where installed: cmake/recurOpenblasOpenmp.cmake) ignores
@@ -47,7 +52,7 @@ struct OpenmpThreads {
 const OpenmpThreads& openmp_threads() {
   static const OpenmpThreads o = [] {
     OpenmpThreads r;
-    if (openblas_get_parallel() != OPENBLAS_OPENMP) return r;
+    if (!detail::blas_runs_on_openmp()) return r;
     r.get = reinterpret_cast<OpenmpThreads::Get>(::dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
     r.set = reinterpret_cast<OpenmpThreads::Set>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
     if (!r.get || !r.set) r = OpenmpThreads{};
@@ -57,7 +62,7 @@ const OpenmpThreads& openmp_threads() {
 }
 
 void apply_openblas_num_threads() {
-  if (openblas_get_parallel() != OPENBLAS_OPENMP) return;
+  if (!detail::blas_runs_on_openmp()) return;
   if (const int n = openblas_num_threads_variable(); n > 0) {
     thread_setting = n;
     openblas_set_num_threads(n);
@@ -100,13 +105,12 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, doub
 }
 
 void set_num_threads(int n) {
-  if (openblas_get_parallel() == OPENBLAS_OPENMP && n > 0) thread_setting = n;
+  if (detail::blas_runs_on_openmp() && n > 0) thread_setting = n;
   openblas_set_num_threads(n);
 }
+int num_threads() { return openblas_get_num_threads(); }
 
 namespace detail {
-bool blas_runs_on_openmp() { return openblas_get_parallel() == OPENBLAS_OPENMP; }
-
 // Every thread that multiplies runs with recur's count: OpenMP's is per thread, and OpenBLAS
 // takes the calling thread's (for the whole process) at each call.
 void match_thread_count() {
@@ -116,6 +120,5 @@ void match_thread_count() {
   if (omp.get && omp.get() != n) omp.set(n);
 }
 }  // namespace detail
-int num_threads() { return openblas_get_num_threads(); }
 
 }  // namespace recur::blas

@@ -14,6 +14,7 @@
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/recur.hpp>
 
+#include "step_gemm_scope.hpp"
 #include "values.hpp"
 
 namespace recur {
@@ -22,12 +23,7 @@ namespace {
 using blas::RepeatedGemm;
 using blas::StepGemm;
 
-// The backend for one scope, then the process default again.
-struct UseStepGemm {
-  explicit UseStepGemm(StepGemm which) : before(blas::step_gemm()) { blas::set_step_gemm(which); }
-  ~UseStepGemm() { blas::set_step_gemm(before); }
-  StepGemm before;
-};
+using testing::UseStepGemm;
 
 // Whether the kernels LIBXSMM_TARGET asks for (ctest runs these tests once per target) can
 // run on this CPU: libxsmm makes what it is asked for.

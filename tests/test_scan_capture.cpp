@@ -16,6 +16,7 @@
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
+#include "step_gemm_scope.hpp"
 #include "values.hpp"
 
 namespace recur {
@@ -258,19 +259,12 @@ TEST(ScanCapture, PushedOutWorkInBlocksGivesTheRecordedResults) {
   EXPECT_EQ(matmul->bytes, 0u) << report.to_string();
 }
 
-// The per-step products' backend for one scope, then the process default again.
-struct UseStepGemm {
-  explicit UseStepGemm(blas::StepGemm which) : before(blas::step_gemm()) { blas::set_step_gemm(which); }
-  ~UseStepGemm() { blas::set_step_gemm(before); }
-  blas::StepGemm before;
-};
-
 // In float32 each step's product with h, and backward's g W^T, run on the layers' per-step
 // kernel (libxsmm where it is built in, oneDNN for large products; core/repeated_gemm.hpp),
 // the recorded step's on OpenBLAS: the same values and gradients within float32 rounding.
 // (In float64 both are OpenBLAS's: the tests above.)
 void expect_float32_step_products_give_the_recorded_results(blas::StepGemm which) {
-  const UseStepGemm use(which);
+  const testing::UseStepGemm use(which);
   const CellCase c = cells()[0];
   std::vector<Tensor> outs[2], grads[2];
   for (const Capture capture : {Capture::off, Capture::required}) {
@@ -300,7 +294,7 @@ TEST(ScanCapture, Float32StepProductsGiveTheRecordedResults) {
 TEST(ScanCapture, Float32StepProductsOnOnednnGiveTheRecordedResults) {
   if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
   {  // this cell's products, h W [B, 4H] and g W^T, do run on oneDNN
-    const UseStepGemm use(blas::StepGemm::onednn);
+    const testing::UseStepGemm use(blas::StepGemm::onednn);
     const std::vector<float> w(static_cast<std::size_t>(kH * 4 * kH), 0.5f);
     EXPECT_STREQ(blas::RepeatedGemm<float>(3, 4 * kH, kH, w.data(), 4 * kH, false, kH, 4 * kH, 0.f).backend(), "onednn");
     EXPECT_STREQ(blas::RepeatedGemm<float>(3, kH, 4 * kH, w.data(), 4 * kH, true, 4 * kH, kH, 0.f).backend(), "onednn");

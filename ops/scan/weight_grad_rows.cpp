@@ -56,12 +56,10 @@ void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
 
 namespace {
 
-// A loop's h W in float32 on the kernel the layers' per-step products use (core/
-// repeated_gemm.hpp: libxsmm on the calling thread for small products, oneDNN for large
-// ones; made once for the loop's shape and W), kept between the loop's steps; and backward's
-// g W^T on oneDNN where the default chooses it for the shape (at M, libxsmm's one thread
-// measured slower there than OpenBLAS's two: docs/performance.md). float64 stays on
-// matmul's OpenBLAS call, so that its values equal the recorded step's to the bit.
+// A loop's h W, and backward's g W^T, in float32 on the kernel the layers' per-step products
+// use (core/repeated_gemm.hpp: libxsmm on the calling thread for small products, oneDNN for
+// large ones; made once for the loop's shape and W), kept between the loop's steps. float64
+// stays on matmul's OpenBLAS call, so that its values equal the recorded step's to the bit.
 class StepProduct {
  public:
   // h W, or an undefined Tensor where matmul has to take it (another dtype or shape).
