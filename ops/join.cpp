@@ -1,5 +1,5 @@
-// concat is the one joining op; stack is concat of unsqueezed inputs, and split's pieces
-// are slices, so each has a single code path for values and gradients.
+// concat and stack share one copy (joined); stack is one node, not an unsqueeze per input
+// and a concat (a scan stacks every step's output with it). split's pieces are slices.
 #include <recur/ops/join.hpp>
 
 #include <recur/core/small_vector.hpp>
@@ -50,13 +50,33 @@ Tensor joined_in_place(std::span<const Tensor> xs, const Shape& out, const detai
   return Tensor(xs[0].storage(), start / static_cast<std::ptrdiff_t>(size_of(xs[0].dtype())), out, xs[0].dtype());
 }
 
+// The inputs joined into one tensor of shape `out` along axis `ax` of it: each outer block
+// of the output is every input's block one after the other (concat: its size along the
+// axis times the inner size; stack: the inner size). `may_view`: a recorded op, whose
+// inputs are never written after they are made, may return a view (joined_in_place).
+Tensor joined(std::span<const Tensor> xs, const Shape& out, std::int64_t ax, bool may_view) {
+  const detail::AxisBlocks b(out, ax);
+  if (may_view)
+    if (Tensor in_place = joined_in_place(xs, out, b); in_place.defined()) return in_place;
+  Tensor y = Tensor::empty(out, xs[0].dtype());
+  if (b.outer == 0) return y;
+  dispatch(y.dtype(), [&]<class T>() {
+    boost::container::small_vector<const T*, 8> src;
+    for (const auto& x : xs) src.push_back(x.data<T>());
+    T* dst = y.data<T>();
+    for (std::int64_t o = 0; o < b.outer; ++o)
+      for (std::size_t k = 0; k < xs.size(); ++k) {
+        const std::int64_t row = xs[k].numel() / b.outer;
+        dst = std::copy_n(src[k] + o * row, row, dst);
+      }
+  });
+  return y;
+}
+
 struct Concat {
   static constexpr std::string_view name = "concat";
   std::int64_t axis;
-  // Values on a tape are never written after they are made, so a recorded concat may return
-  // a view of its inputs' buffer (joined_in_place); the Tensor form always copies, since its
-  // caller may write to the result.
-  bool may_view = false;
+  bool may_view = false;  // recorded: see joined
   OpAttributes attributes() const { return {{"axis", axis}}; }
   Tensor forward(std::span<const Tensor> xs) const {
     const std::int64_t ax = check_joinable(name, xs, axis, false);
@@ -65,22 +85,7 @@ struct Concat {
     for (const auto& x : xs)
       if (__builtin_add_overflow(out[ax], x.shape()[ax], &out[ax]))
         fail<ShapeError>(name, "the inputs' sizes along axis ", ax, " add up past int64");
-    const detail::AxisBlocks b(out, ax);
-    if (may_view)
-      if (Tensor joined = joined_in_place(xs, out, b); joined.defined()) return joined;
-    Tensor y = Tensor::empty(out, xs[0].dtype());
-    // Each outer block of the output is the inputs' blocks one after the other.
-    dispatch(y.dtype(), [&]<class T>() {
-      boost::container::small_vector<const T*, 8> src;
-      for (const auto& x : xs) src.push_back(x.data<T>());
-      T* dst = y.data<T>();
-      for (std::int64_t o = 0; o < b.outer; ++o)
-        for (std::size_t k = 0; k < xs.size(); ++k) {
-          const std::int64_t row = xs[k].shape()[ax] * b.inner;
-          dst = std::copy_n(src[k] + o * row, row, dst);
-        }
-    });
-    return y;
+    return joined(xs, out, ax, may_view);
   }
   // Each input's gradient is its slice of the output's gradient.
   template <class V>
@@ -97,16 +102,29 @@ struct Concat {
   }
 };
 
-template <class V>
-V stack_of(std::span<const V> xs, std::int64_t axis) {
-  const std::int64_t ax = check_joinable("stack", xs, axis, true);
-  return transactional(xs[0], [&] {
-    std::vector<V> parts;
-    parts.reserve(xs.size());
-    for (const auto& x : xs) parts.push_back(unsqueeze(x, ax));
-    return concat(std::span<const V>(parts), ax);
-  });
-}
+// The inputs joined along a new axis `axis` of the output.
+struct Stack {
+  static constexpr std::string_view name = "stack";
+  std::int64_t axis;
+  bool may_view = false;  // recorded: see joined
+  OpAttributes attributes() const { return {{"axis", axis}}; }
+  Tensor forward(std::span<const Tensor> xs) const {
+    const std::int64_t ax = check_joinable(name, xs, axis, true);
+    Shape out = xs[0].shape();
+    out.insert(out.begin() + ax, static_cast<std::int64_t>(xs.size()));
+    return joined(xs, out, ax, may_view);
+  }
+  // Input k's gradient is position k of the output's gradient along the new axis (a view
+  // when the axis is the first).
+  template <class V>
+  Grads<V> backward(const BackwardArgs<V>& a) const {
+    const std::int64_t ax = normalize_axis(name, axis, a.grad.shape());
+    Grads<V> g(a.inputs.size());
+    for (std::size_t k = 0; k < a.inputs.size(); ++k)
+      if (a.needs_grad(k)) g[k] = index(a.grad, ax, static_cast<std::int64_t>(k));
+    return g;
+  }
+};
 
 template <class V>
 std::vector<V> split_of(const V& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
@@ -156,10 +174,13 @@ Var concat(std::span<const Var> xs, std::int64_t axis) {
 Tensor concat(std::initializer_list<Tensor> xs, std::int64_t axis) { return concat(std::span(xs), axis); }
 Var concat(std::initializer_list<Var> xs, std::int64_t axis) { return concat(std::span(xs), axis); }
 
-Tensor stack(std::span<const Tensor> xs, std::int64_t axis) { return stack_of(xs, axis); }
-Var stack(std::span<const Var> xs, std::int64_t axis) { return stack_of(xs, axis); }
-Tensor stack(std::initializer_list<Tensor> xs, std::int64_t axis) { return stack_of(std::span(xs), axis); }
-Var stack(std::initializer_list<Var> xs, std::int64_t axis) { return stack_of(std::span(xs), axis); }
+Tensor stack(std::span<const Tensor> xs, std::int64_t axis) { return Stack{axis}.forward(xs); }
+Var stack(std::span<const Var> xs, std::int64_t axis) {
+  if (xs.empty()) check_joinable(Stack::name, xs, axis, true);  // as concat: no tape to record on
+  return record_list(Stack{axis, true}, xs);
+}
+Tensor stack(std::initializer_list<Tensor> xs, std::int64_t axis) { return stack(std::span(xs), axis); }
+Var stack(std::initializer_list<Var> xs, std::int64_t axis) { return stack(std::span(xs), axis); }
 
 std::vector<Tensor> split(const Tensor& x, std::int64_t axis, std::span<const std::int64_t> sizes) {
   return split_of(x, axis, sizes);

@@ -54,7 +54,7 @@ TEST(OpAttributes, EveryOpOfEveryGradientTableRowDescribesItself) {
                                    << ::testing::PrintToString(undescribed);
   // The walk reached the ops with parameters, forward and backward.
   for (const char* op : {"slice", "slice_backward", "index", "take", "take_backward", "gather", "gather_backward",
-                         "sum", "max", "logsumexp", "softmax", "log_softmax", "concat", "permute", "reshape",
+                         "sum", "max", "logsumexp", "softmax", "log_softmax", "concat", "stack", "permute", "reshape",
                          "broadcast_to", "sum_to", "matmul", "clip", "cast", "cross_entropy", "mse",
                          "linear_recurrence", "fused_recurrence", "rnn_pointwise", "lstm_pointwise"})
     EXPECT_TRUE(seen.contains(op)) << op;

@@ -584,24 +584,15 @@ class Run final : private detail::LoopState {
     }
     std::vector<Var> values = o.values;
     if (s.reverse_stack) std::reverse(values.begin(), values.end());
+    Var out = stack(std::span<const Var>(values), s.stack_axis);
     // A checkpointed loop keeps each step's output for its replays, and a captured one for
-    // backward: they share the stacked copy. (A recorded full tape stacks with one op.)
-    if (!(checkpointed || replay_) || s.stack_axis != 0) return stack(std::span<const Var>(values), s.stack_axis);
-    // stack() written out (unsqueeze each step's value, concat), because each step's value
-    // now lives in the stacked result too: point the step's node, and the unsqueezed view
-    // of it, at that copy, so the tape does not hold both.
-    std::vector<Var> parts;
-    parts.reserve(values.size());
-    for (const Var& v : values) parts.push_back(unsqueeze(v, 0));
-    Var out = concat(std::span<const Var>(parts), 0);
+    // backward: point each step's node at its row of the stacked copy, so that the tape does
+    // not hold both. (A captured full tape wrote the rows as it went: stack viewed them.)
+    if (!(checkpointed || replay_) || s.stack_axis != 0) return out;
     const Tensor& all = out.value();
-    for (std::size_t t = 0; t < values.size(); ++t) {
-      const auto row = static_cast<std::int64_t>(t);
+    for (std::size_t t = 0; t < values.size(); ++t)
       if (values[t].id() >= scope_.begin && TapeAccess::node_value(tape_, values[t].id()).defined())
-        TapeAccess::share_value(tape_, values[t].id(), all[row]);
-      if (TapeAccess::node_value(tape_, parts[t].id()).defined())
-        TapeAccess::share_value(tape_, parts[t].id(), all.rows(row, row + 1));
-    }
+        TapeAccess::share_value(tape_, values[t].id(), all[static_cast<std::int64_t>(t)]);
     return out;
   }
 

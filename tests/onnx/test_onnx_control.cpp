@@ -189,7 +189,7 @@ TEST(OnnxLoop, ScanOutputReadOnlyAtTheLastIterationIsNotStacked) {
     const auto out = model.run({{"M", int64_scalar(5)}, {"h0", vh0}, {"W", vW}, {"x", vx}}, {.keep_last = keep_last});
     std::size_t stacked = 0;
     for (const auto& op : tape.memory_report().ops)
-      if (op.name == "concat") stacked = op.bytes;  // stack is a concat
+      if (op.name == "stack") stacked = op.bytes;
     EXPECT_EQ(stacked, keep_last ? 0 : 5 * 2 * sizeof(double)) << "keep_last " << keep_last;
     tape.backward(sum(out.at("last") * out.at("last")) + sum(out.at("hT")));
     values.push_back(out.at("last").value());

@@ -178,6 +178,27 @@ TEST(OnnxExportScan, LstmLikeStepWithTwoStatesRoundTrips) {
   expect_round_trip(c, "lstm", 1e-12);
 }
 
+// A step that stacks values along a new axis (recur's stack is one op; ONNX has none: the
+// body unsqueezes and joins).
+TEST(OnnxExportScan, StepThatStacksRoundTrips) {
+  Generator gen(4);
+  const DType f64 = DType::float64;
+  const Shared u = parameter({3, 3}, f64, gen, "U");
+  ScanCase c;
+  c.body = [=](std::span<const Var> s) -> std::vector<Var> {
+    const Var a = tanh(matmul(s[0], u) + s[1]), b = sigmoid(s[1] - s[0]);
+    const Var both = stack({a, b}, 1);  // [B, 2, 3]
+    return {sum(both, {1}), stack({a, b, a * b}, -1)};
+  };
+  c.states = {normal({2, 3}, 0.0, 1.0, gen, f64)};
+  c.sequences = {normal({4, 2, 3}, 0.0, 1.0, gen, f64)};
+  expect_round_trip(c, "stack", 1e-12);
+  const ::onnx::ModelProto model = recur::onnx_io::scan_model(c.body, c.states, c.sequences);
+  std::vector<std::string> ops;
+  for (const auto& n : model.graph().node(0).attribute(0).g().node()) ops.push_back(n.op_type());
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Unsqueeze"), 5);
+}
+
 // A batch-first sequence [B, T, I] read from its last step to its first, the outputs
 // prepended (so in the sequence's order) along axis 1.
 TEST(OnnxExportScan, ReverseDirectionsAndOtherAxesRoundTrip) {

@@ -183,7 +183,7 @@ LastReadRun run_last_reads(const onnx_io::Model& model, const Tensor& h0, const 
   LastReadRun r;
   const MemoryReport report = tape.memory_report();
   for (const auto& op : report.ops)
-    if (op.name == "concat") r.stacked_bytes = op.bytes;
+    if (op.name == "stack") r.stacked_bytes = op.bytes;
   for (const auto& region : report.regions) r.captured = r.captured || region.step == "captured";
   Var loss = tape.constant(zeros({}, DType::float64));
   for (const auto& [name, v] : out) {

@@ -153,6 +153,15 @@ void where(const OpView& v) {
   v.node("Where", {mask, v.in(1), v.in(2)});
 }
 
+// ONNX has no stack: each input unsqueezed along the new axis, then joined along it.
+void stack(const OpView& v) {
+  const std::int64_t axis = normalize_axis(v.op.name, v.attribute<std::int64_t>("axis"), v.y().shape());
+  const std::string axes = v.ints({axis}, "axes");
+  std::vector<std::string> lifted;
+  for (std::size_t i = 0; i < v.op.inputs.size(); ++i) lifted.push_back(v.step("Unsqueeze", {v.in(i), axes}, "lifted"));
+  set_attribute(v.node("Concat", lifted), "axis", axis);
+}
+
 void clip(const OpView& v) {
   const DType dtype = v.x(0).dtype();
   v.node("Clip", {v.in(0), v.graph.constant(scalar(v.attribute<double>("lo"), dtype), v.out() + "_min"),
@@ -186,6 +195,7 @@ const Emitters& emitters() {
     t.emplace("softmax", along_axis("Softmax", "axis"));
     t.emplace("log_softmax", along_axis("LogSoftmax", "axis"));
     t.emplace("concat", along_axis("Concat", "axis"));
+    t.emplace("stack", stack);
     t.emplace("take", along_axis("Gather", "axis"));
     t.emplace("gather", along_axis("GatherElements", "axis"));
     return t;
