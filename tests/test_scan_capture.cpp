@@ -198,7 +198,7 @@ void expect_same(const CellRun& got, const CellRun& want, const std::string& wha
     EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
 }
 
-// Merging products (off by default) and fusing elementwise chains (on): these tests run with
+// Merging products and fusing elementwise chains (both on by default): these tests run with
 // both off and both on.
 struct FusingChains {
   explicit FusingChains(bool on) { scan_engine::detail::set_rewrite_switches({.merge_products = on, .fuse_elementwise = on}); }
@@ -395,12 +395,11 @@ TEST(ScanCapture, AnInputReadSlicedAndWholeGetsBothGradients) {
 }
 
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {
-  const CellRun off = run_cell(cells()[1], Capture::required);  // the default: not merged
-  EXPECT_EQ(off.capture.merged_products, 0);
-  const FusingChains merging(true);
-  const CellRun r = run_cell(cells()[1], Capture::required);
+  const CellRun r = run_cell(cells()[1], Capture::required);  // the default: merged
   ASSERT_TRUE(r.capture.captured) << r.capture.reason;
   EXPECT_EQ(r.capture.merged_products, 2);  // the four x products, and the four h products
+  const FusingChains apart(false);
+  EXPECT_EQ(run_cell(cells()[1], Capture::required).capture.merged_products, 0);
 }
 
 // Finite differences through the captured peephole LSTM (first and second order: the

@@ -3,7 +3,7 @@
 // the loop records it, as Theano's scan_opt and cuDNN's RNN kernels do by hand:
 //   merge     products of one value with several loop-invariant weights (the four gate
 //             products of x_t, or of h) become one product with the weights joined, then
-//             slices of it; off unless switched on: measured, it does not pay (docs/scan.md);
+//             slices of it (one product's cost instead of four per step: docs/scan.md);
 //   hoist     ops whose inputs do not change between steps run once, before the loop;
 //   push out  ops on the sequences alone (elementwise work, a product with a loop-invariant
 //             weight) run once over a block of steps (one product of all their rows), and
@@ -70,7 +70,7 @@ struct RewriteCounts {
 // The rewrites that can be switched, for the whole process (tests and the bench switch them;
 // the defaults are what measured best, docs/performance.md).
 struct RewriteSwitches {
-  bool merge_products = false;
+  bool merge_products = true;
   bool fuse_elementwise = true;
   // Rows (of the first sequence: steps x its batch) per block of pushed-out work on a full
   // tape: large enough for the products to run at speed, small enough that backward does
