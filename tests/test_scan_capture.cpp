@@ -375,6 +375,16 @@ TEST(ScanCapture, SumsBeforeASplitRunInsideTheChain) {
   EXPECT_GE(std::count(ops.begin(), ops.end(), "slice"), 4 * kT) << "lstm_merged unfused";
 }
 
+// A sequence whose every use was pushed out of the loop (x W over all steps) is not indexed
+// at every step: the steps read only their rows of the product.
+TEST(ScanCapture, ASequenceReadOnlyOutsideTheLoopIsNotIndexedAtEveryStep) {
+  for (const CellCase& c : cells()) {
+    if (c.name != "lstm_merged" && c.name != "gru_by_hand") continue;
+    const std::vector<std::string> ops = step_ops(c);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "index"), kT) << c.name;  // a row of x W per step, no x_t
+  }
+}
+
 // A chain that reads one input both through a full-width slice and whole: both shares of
 // its gradient arrive (neither write covers the other).
 StepResult slice_and_whole(S a) {

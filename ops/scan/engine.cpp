@@ -183,11 +183,14 @@ class Run final : private detail::LoopState {
   }
 
   // The step's arguments at iteration t, in args_: sequence taps, then push_state_args().
-  void collect_args(std::int64_t t) {
+  // `read` (a captured step's): sequence elements it does not read are left undefined, not
+  // recorded (their uses were pushed out of the loop).
+  void collect_args(std::int64_t t, const std::vector<std::uint8_t>* read = nullptr) {
     args_.clear();
     for (const auto& s : seqs_) {
       const std::int64_t pos = position(s, t);
-      for (auto k : s.spec->taps) args_.push_back(index(s.spec->data, s.axis, s.first + pos + k));
+      for (auto k : s.spec->taps)
+        args_.push_back(read && !(*read)[args_.size()] ? Var() : index(s.spec->data, s.axis, s.first + pos + k));
     }
     push_state_args();
   }
@@ -201,7 +204,7 @@ class Run final : private detail::LoopState {
 
   // One iteration recorded from the captured program (no `until`: such a step is not captured).
   bool replay(std::int64_t t) {
-    collect_args(t);
+    collect_args(t, &args_read_);
     if (pushed_.steps > 0 && t > 0 && t % pushed_.steps == 0) {  // a new block's pushed-out work first
       if (drop_unread_) replay_->drop_unread_block();
       replay_->begin_block(t, std::min(t + pushed_.steps, steps_), rewrite_cx_->args);
@@ -362,6 +365,7 @@ class Run final : private detail::LoopState {
     program_ = detail::rewrite(tape_, *programs[1], *rewrite_cx_, &counts, &pushed_);
     before_steps_ = mark;
     replay_.emplace(tape_, *program_, pushed_);
+    args_read_ = detail::arguments_read(*program_, rewrite_cx_->args.size());
     base_ = tape_.size();  // what the steps share stays before the loop's steps
     return {0, false,
             {true, "", counts.merged, counts.hoisted, counts.pushed_out, counts.batched_weight_grads,
@@ -623,6 +627,7 @@ class Run final : private detail::LoopState {
   std::vector<Tensor> stacks_;      // per output, its stacked result filled step by step (stack_in_place)
   std::optional<detail::StepProgram> program_;  // the captured step, when it was captured
   std::optional<detail::StepReplay> replay_;
+  std::vector<std::uint8_t> args_read_;  // per argument, whether the captured step reads it
   std::optional<detail::RewriteContext> rewrite_cx_;  // the captured step's (its sequences' blocks)
   detail::PushedBlocks pushed_;
   // A captured loop on a full tape drops the buffers no backward rule reads (StepReplay::

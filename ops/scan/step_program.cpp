@@ -190,6 +190,19 @@ std::optional<std::string> difference(const StepProgram& a, const StepProgram& b
   return std::nullopt;
 }
 
+std::vector<std::uint8_t> arguments_read(const StepProgram& program, std::size_t n_args) {
+  std::vector<std::uint8_t> read(n_args, 0);
+  auto mark = [&](const ValueRef& r) {
+    if (r.kind == Kind::arg && r.index < n_args) read[r.index] = 1;
+  };
+  for (const StepOp& op : program.ops)
+    for (const ValueRef& r : op.inputs) mark(r);
+  for (const ValueRef& r : program.outputs) mark(r);
+  for (const auto& u : program.updates) mark(u.second);
+  for (const auto& u : program.implicit_updates) mark(u.second);
+  return read;
+}
+
 namespace {
 // A copy of `op` run again on tape nodes `ids` and recorded: with a gradient when an input
 // wants one, gradients are on and the op takes one. `more` (if given) gets its other outputs.

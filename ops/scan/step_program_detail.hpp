@@ -93,6 +93,11 @@ std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, co
 // step's: an argument it read that was one node with others may be any of them in `b`.
 std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);
 
+// Per argument of a step with `n_args` arguments, whether the program reads it (an op's
+// input, an output, an update): a loop need not make the others (a sequence's element
+// whose every use was pushed out of the loop).
+std::vector<std::uint8_t> arguments_read(const StepProgram& program, std::size_t n_args);
+
 // `op` run on `inputs` and recorded as the step recorded it (a gradient when an input needs one).
 Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
                       bool takes_gradient = true);
