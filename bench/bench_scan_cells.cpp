@@ -5,7 +5,7 @@
 // (bench::paired_ratio, the median of back-to-back pairs): "captured_over_layer" (the
 // captured cell's time over nn::LSTM's or nn::GRU's), "captured_over_recorded", and
 // "fused_over_captured" (the captured step with its elementwise chains fused, the default,
-// over without) and "merged_over_captured" (with a value's products merged, off by default,
+// over without) and "merged_over_captured" (with a value's products merged, the default,
 // over without).
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 

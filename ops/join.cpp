@@ -78,6 +78,7 @@ struct Concat {
   std::int64_t axis;
   bool may_view = false;  // recorded: see joined
   OpAttributes attributes() const { return {{"axis", axis}}; }
+  bool backward_reads(std::size_t) const { return false; }  // the gradient goes to positions: shapes only
   Tensor forward(std::span<const Tensor> xs) const {
     const std::int64_t ax = check_joinable(name, xs, axis, false);
     Shape out = xs[0].shape();
@@ -108,6 +109,7 @@ struct Stack {
   std::int64_t axis;
   bool may_view = false;  // recorded: see joined
   OpAttributes attributes() const { return {{"axis", axis}}; }
+  bool backward_reads(std::size_t) const { return false; }  // the gradient goes to positions: shapes only
   Tensor forward(std::span<const Tensor> xs) const {
     const std::int64_t ax = check_joinable(name, xs, axis, true);
     Shape out = xs[0].shape();

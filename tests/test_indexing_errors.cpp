@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include <recur/autodiff/tape_access.hpp>
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
@@ -149,6 +150,24 @@ TEST(Joining, RecordedConcatOfAdjacentRowsIsAView) {
   EXPECT_NE(concat(std::span<const Tensor>(tensors)).storage(), parts[0].value().storage());
   tape.backward(sum(joined * joined) + sum(reordered) + sum(columns));
   EXPECT_EQ(values(all.grad()), (Doubles{2, 4, 6, 7, 9, 11, 13, 15, 17, 20, 22, 24}));  // 2x + 1, + 1 on rows 0, 3
+}
+
+// A recorded stack of adjacent rows is a view too; concat's and stack's rules read only
+// shapes, so their inputs' values may be dropped (a captured loop drops what no rule reads)
+// and backward still gives every input its part of the gradient.
+TEST(Joining, StackOfAdjacentRowsIsAViewAndItsRuleReadsOnlyShapes) {
+  Tape tape;
+  const Var all = tape.variable(iota({3, 2}, DType::float64));
+  const std::vector<Var> rows{index(all, 0, 0), index(all, 0, 1), index(all, 0, 2)};
+  const Var stacked = stack(rows, 0), swapped = stack({rows[1], rows[0]}, -1), joined = concat({rows[2], rows[0]});
+  EXPECT_EQ(stacked.value().raw_data(), all.value().raw_data());
+  EXPECT_EQ(values(swapped), (Doubles{2, 0, 3, 1}));
+  for (const Var& v : {stacked, swapped, joined})
+    for (const std::size_t k : {std::size_t{0}, std::size_t{1}, detail::kBackwardOutput})
+      EXPECT_FALSE(TapeAccess::node(tape, v.id()).op.backward_reads(k)) << tape.describe(v)->op << " input " << k;
+  for (const Var& r : rows) TapeAccess::drop_unread_value(tape, r.id());
+  tape.backward(sum(stacked * Var(iota({3, 2}, DType::float64))) + sum(swapped) + 2.0 * sum(joined));
+  EXPECT_EQ(values(all.grad()), (Doubles{0 + 1 + 2, 1 + 1 + 2, 2 + 1, 3 + 1, 4 + 2, 5 + 2}));
 }
 
 // ---- errors -------------------------------------------------------------------------

@@ -68,7 +68,8 @@ struct RewriteCounts {
 };
 
 // The rewrites that can be switched, for the whole process (tests and the bench switch them;
-// the defaults are what measured best, docs/performance.md).
+// the defaults are what measured best on the whole: docs/scan.md has the figures, merging
+// included, which gains at S and costs 1-2% at M).
 struct RewriteSwitches {
   bool merge_products = true;
   bool fuse_elementwise = true;
