@@ -11,6 +11,8 @@
 //   `bool backward_reads(std::size_t which) const;`  (optional) false where the plain backward
 //                                       rule reads only the shape of input `which` (or of the
 //                                       output, which = kBackwardOutput); without it, all is read
+//   `static constexpr bool remakes_saved = true;`  (optional) its backward makes the tensors
+//                                       drop_saved() dropped again from its inputs, on its own
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).
@@ -119,6 +121,9 @@ struct OpVTable {
   // drops the buffers no rule reads once forward is past them (TapeAccess::drop_unread_value).
   bool (*backward_reads)(const void* op, std::size_t which);
   bool elementwise;  // the op says so (see the top of this file)
+  // The op says so (see the top of this file): a checkpoint that keeps the op's value (a
+  // loop's output) may still drop its saved tensors; without it only a released node's go.
+  bool remakes_saved;
 };
 
 // backward_reads' `which` for the op's output.
@@ -204,6 +209,7 @@ class OpBox {
   std::vector<Tensor> more_outputs() const { return vt_->more_outputs(buf_); }
   bool backward_reads(std::size_t which) const { return vt_->backward_reads(buf_, which); }
   bool elementwise() const { return vt_->elementwise; }
+  bool remakes_saved() const { return vt_->remakes_saved; }
 
  private:
   void reset() {
@@ -260,6 +266,11 @@ class OpBox {
     if constexpr (requires { O::elementwise; }) return O::elementwise;
     else return false;
   }
+  template <class O>
+  static constexpr bool remakes_saved_of() {
+    if constexpr (requires { O::remakes_saved; }) return O::remakes_saved;
+    else return false;
+  }
   template <class O, class Storage>
   [[gnu::cold, gnu::noinline]] static std::vector<Tensor> more_outputs_of(const void* p) {
     return Storage::get(p).more_outputs();
@@ -313,7 +324,8 @@ class OpBox {
       clone_entry<O, Arity, Storage>(),
       more_outputs_entry<O, Storage>(),
       backward_reads_entry<O, Storage>(),
-      is_elementwise<O>()};
+      is_elementwise<O>(),
+      remakes_saved_of<O>()};
 
   alignas(16) unsigned char buf_[kInline];
   const OpVTable* vt_ = nullptr;

@@ -7,6 +7,15 @@
 namespace recur {
 namespace detail {
 
+std::size_t saved_bytes(const Node& n) {
+  std::size_t bytes = 0;
+  const Storage* own = n.value.defined() ? n.value.storage().get() : nullptr;
+  if (n.op)
+    for (const Tensor& t : n.op.saved())
+      if (t.defined() && t.storage().get() != own) bytes += t.storage()->bytes();
+  return bytes;
+}
+
 std::size_t replayed_bytes(const NodeStore& nodes, const Node& n) {
   std::size_t bytes = 0;
   const Storage* own = n.value.defined() ? n.value.storage().get() : nullptr;
@@ -14,10 +23,7 @@ std::size_t replayed_bytes(const NodeStore& nodes, const Node& n) {
         return nodes[j].value.defined() && nodes[j].value.storage().get() == own;
       }))
     bytes += own->bytes();
-  if (n.op)
-    for (const Tensor& t : n.op.saved())
-      if (t.defined() && t.storage().get() != own) bytes += t.storage()->bytes();
-  return bytes;
+  return bytes + saved_bytes(n);
 }
 
 Recompute::~Recompute() = default;
@@ -114,14 +120,21 @@ void Recompute::release(Range& range) {
   auto released = [&](std::uint32_t i) {
     return nodes_[i].op && !std::binary_search(range.keep.begin(), range.keep.end(), i);
   };
+  // A kept node (a loop's output) keeps its value; its op's saved tensors go too when its
+  // backward can make them again (a captured step's fused chain, whose output is the step's).
+  auto drops_saved_only = [&](std::uint32_t i) { return nodes_[i].op && !released(i) && nodes_[i].op.remakes_saved(); };
   if (!range.measured) {  // once, before anything is dropped (a view's input must still be there)
-    for (std::uint32_t i = range.begin; i < range.end; ++i)
+    for (std::uint32_t i = range.begin; i < range.end; ++i) {
       if (released(i)) range.replay_bytes += replayed_bytes(nodes_, nodes_[i]);
+      if (drops_saved_only(i)) range.replay_bytes += saved_bytes(nodes_[i]);
+    }
     range.measured = true;
   }
   for (std::uint32_t i = range.begin; i < range.end; ++i) {
     if (released(i)) {
       nodes_[i].value = Tensor();
+      nodes_[i].op.drop_saved();
+    } else if (drops_saved_only(i)) {
       nodes_[i].op.drop_saved();
     }
   }

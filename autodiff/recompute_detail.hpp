@@ -19,6 +19,8 @@ namespace recur::detail {
 // view of an input's (a replayed view is a view again), and the op's saved tensors.
 // Measured while the values are still there (before a release drops them).
 std::size_t replayed_bytes(const NodeStore& nodes, const Node& n);
+// The bytes of node n's op's saved tensors besides its value's buffer.
+std::size_t saved_bytes(const Node& n);
 
 class Recompute {
  public:

@@ -123,8 +123,10 @@ void Chain::step_recorded(std::uint32_t end, const std::vector<std::uint32_t>& c
     return nodes_[id].op && !kept(id) && !has(now, id) && !has(working_, id) && !has(protected_, id);
   };
   if (u >= 1)
-    for (std::uint32_t i = bounds_[u - 1]; i < bounds_[u]; ++i)
+    for (std::uint32_t i = bounds_[u - 1]; i < bounds_[u]; ++i) {
       if (unneeded(i)) drop(i);
+      else if (nodes_[i].op && nodes_[i].op.remakes_saved()) nodes_[i].op.drop_saved();  // its backward makes them
+    }
   for (std::uint32_t id : previous_)
     if (unneeded(id)) drop(id);
   if (std::binary_search(sweep_.begin(), sweep_.end(), u + 1)) {

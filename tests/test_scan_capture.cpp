@@ -468,6 +468,31 @@ TEST(ScanCapture, EveryOptionGivesTheRecordedResults) {
   }
 }
 
+// A checkpoint keeps each step's output, which a captured step's chain makes: the chain's
+// values for backward go all the same (it makes them again in backward), so a captured
+// checkpointed loop holds what the recorded one holds, not every step's gate values.
+TEST(ScanCapture, ACheckpointDropsTheChainsValuesOfTheStepsItKeeps) {
+  const FusingChains fusing(true);
+  const CellCase c = cells()[0];  // lstm_merged: the chain's outputs are the step's h' and c'
+  const std::pair<std::string, Checkpoint> policies[] = {
+      {"every_k(2)", Checkpoint::every_k(2)}, {"auto_sqrt", Checkpoint::auto_sqrt()}, {"snapshots(2)", Checkpoint::snapshots(2)}};
+  for (const auto& [name, checkpoint] : policies) {
+    std::size_t held[2] = {0, 0};
+    for (const Capture capture : {Capture::off, Capture::required}) {
+      Tape tape;
+      const ScanResult r = scan_cell(c, make_inputs(tape, c), capture, {.checkpoint = checkpoint});
+      EXPECT_EQ(r.capture.captured, capture == Capture::required) << r.capture.reason;
+      held[capture == Capture::required] = tape.bytes_held();
+      for (const OpMemory& m : tape.memory_report().ops)
+        if (m.name == "scan_elementwise_chain") {  // at most the last step's (snapshots keep it whole)
+          EXPECT_LE(m.bytes, 4 * kB * kH * sizeof(double)) << name;
+        }
+    }
+    EXPECT_LE(held[1], held[0]) << name;  // captured, no more than recorded
+  }
+  // The values and gradients are the recorded loop's (EveryOptionGivesTheRecordedResults).
+}
+
 // Without gradients the captured step runs forward only (values only, compacted per step).
 TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
   const FusingChains fusing(true);

@@ -373,6 +373,9 @@ Flags made_again(const ChainProgram& p, const BackwardReads& read, Flags& keep) 
 
 struct ElementwiseChain {
   static constexpr std::string_view name = "scan_elementwise_chain";
+  // Its backward runs forward again when its values were dropped: a checkpointed loop drops
+  // them even where it keeps the chain's output (the step's), and makes them once per pass.
+  static constexpr bool remakes_saved = true;
   std::shared_ptr<const ChainProgram> program;
   explicit ElementwiseChain(std::shared_ptr<const ChainProgram> p) : program(std::move(p)) {}
   // From the last forward with gradients on (`saved`), what backward reads: the values that
@@ -473,11 +476,12 @@ struct ElementwiseChain {
       for (std::size_t j = 0; j < a.inputs.size(); ++j) inputs.push_back(a.inputs[j]);
       for (std::size_t o = 1; o < program->outputs.size(); ++o)
         grads.push_back(o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Tensor());
-      if (!saved) {  // recorded without gradients, or released: make the values now
+      const bool remade = !saved;
+      if (remade) {  // recorded without gradients, or dropped: make the values now
         EnableGrad on;
         forward(std::span<const Tensor>(inputs.data(), inputs.size()));
       }
-      return dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
+      Grads<Tensor> input_grads = dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
         const auto rows = value_rows<T>();
         boost::container::small_vector<const T*, 32> values(rows.begin(), rows.end());
         if (program->outputs_read[0]) values[program->outputs[0]] = a.output.template data<T>();
@@ -485,6 +489,8 @@ struct ElementwiseChain {
                                  std::span<const T* const>(values.data(), values.size()),
                                  std::span<const Tensor>(grads.data(), grads.size()), a.needs);
       });
+      if (remade) drop_saved();  // made for this pass only: held, they would add up over the loop
+      return input_grads;
     } else {
       return recorded_backward(a);
     }
