@@ -12,7 +12,9 @@
 //                                       rule reads only the shape of input `which` (or of the
 //                                       output, which = kBackwardOutput); without it, all is read
 //   `static constexpr bool remakes_saved = true;`  (optional) its backward makes the tensors
-//                                       drop_saved() dropped again from its inputs, on its own
+//                                       drop_saved() dropped again from its inputs, on its own:
+//                                       bit for bit the same, and once they are dropped its
+//                                       backward_reads says true for every input it then reads
 // backward is written once with recur's own ops and instantiated twice: with V = Tensor
 // (plain backward: values only, nothing recorded) and V = Var (create_graph: the backward
 // computation is itself recorded, so gradients of gradients work).

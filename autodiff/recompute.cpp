@@ -124,10 +124,12 @@ void Recompute::release(Range& range) {
   // backward can make them again (a captured step's fused chain, whose output is the step's).
   auto drops_saved_only = [&](std::uint32_t i) { return nodes_[i].op && !released(i) && nodes_[i].op.remakes_saved(); };
   if (!range.measured) {  // once, before anything is dropped (a view's input must still be there)
+    std::size_t remade = 0;  // such ops remake theirs one at a time, in their own backward
     for (std::uint32_t i = range.begin; i < range.end; ++i) {
       if (released(i)) range.replay_bytes += replayed_bytes(nodes_, nodes_[i]);
-      if (drops_saved_only(i)) range.replay_bytes += saved_bytes(nodes_[i]);
+      if (drops_saved_only(i)) remade = std::max(remade, saved_bytes(nodes_[i]));
     }
+    range.replay_bytes += remade;
     range.measured = true;
   }
   for (std::uint32_t i = range.begin; i < range.end; ++i) {

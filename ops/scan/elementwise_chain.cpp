@@ -424,11 +424,14 @@ struct ElementwiseChain {
     for (const Tensor& o : outputs)
       if (o.defined()) held.push_back(o);
     if (inner.defined()) held.push_back(inner);
+    for (const Tensor& o : more)  // outputs not yet taken by more_outputs()
+      if (o.defined()) held.push_back(o);
     return held;
   }
   void drop_saved() const {
     inner = Tensor();
     outputs.clear();
+    more.clear();  // a forward run again for backward (or a replay) leaves them unread
     saved = false;
   }
 
@@ -477,7 +480,7 @@ struct ElementwiseChain {
       for (std::size_t o = 1; o < program->outputs.size(); ++o)
         grads.push_back(o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Tensor());
       const bool remade = !saved;
-      if (remade) {  // recorded without gradients, or dropped: make the values now
+      if (remade) {  // recorded without gradients, released, or dropped while kept: make the values now
         EnableGrad on;
         forward(std::span<const Tensor>(inputs.data(), inputs.size()));
       }
