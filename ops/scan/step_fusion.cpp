@@ -117,11 +117,9 @@ class Fuser {
   }
   // Whether op k's value leaves the step (an output or an update).
   bool is_result(std::size_t k) const {
-    auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
-    auto update_reads_k = [&](const auto& u) { return reads_k(u.second); };
-    return std::any_of(p_.outputs.begin(), p_.outputs.end(), reads_k) ||
-           std::any_of(p_.updates.begin(), p_.updates.end(), update_reads_k) ||
-           std::any_of(p_.implicit_updates.begin(), p_.implicit_updates.end(), update_reads_k);
+    bool read = false;
+    for_each_result(p_, [&](const ValueRef& r) { read = read || (r.kind == Kind::local && r.index == k); });
+    return read;
   }
 
   void rebuild() {

@@ -197,9 +197,7 @@ std::vector<std::uint8_t> arguments_read(const StepProgram& program, std::size_t
   };
   for (const StepOp& op : program.ops)
     for (const ValueRef& r : op.inputs) mark(r);
-  for (const ValueRef& r : program.outputs) mark(r);
-  for (const auto& u : program.updates) mark(u.second);
-  for (const auto& u : program.implicit_updates) mark(u.second);
+  for_each_result(program, mark);
   return read;
 }
 
@@ -251,9 +249,7 @@ StepReplay::StepReplay(Tape& tape, const StepProgram& program, const PushedBlock
       if (in.kind == ValueRef::Kind::row || (in.kind == ValueRef::Kind::local && program.ops[in.index].outputs == 1))
         readers_of(in).emplace_back(k, s);
     }
-  returned_ = program.outputs;
-  for (const auto& u : program.updates) returned_.push_back(u.second);
-  for (const auto& u : program.implicit_updates) returned_.push_back(u.second);
+  for_each_result(program, [&](const ValueRef& r) { returned_.push_back(r); });
 }
 
 bool StepReplay::read_by_backward(std::size_t value, std::uint32_t id) const {

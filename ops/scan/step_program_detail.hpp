@@ -89,6 +89,15 @@ struct RecordedStep {
 // The program of one recorded step, or why there is none.
 std::pair<std::optional<StepProgram>, Refusal> read_program(const Tape& tape, const RecordedStep& step);
 
+// f(value) for each value the step hands back: its outputs, then the values of its returned
+// updates, then those of the updates it makes inside.
+template <class F>
+void for_each_result(const StepProgram& program, F&& f) {
+  for (const ValueRef& r : program.outputs) f(r);
+  for (const auto& u : program.updates) f(u.second);
+  for (const auto& u : program.implicit_updates) f(u.second);
+}
+
 // Where two programs differ, in words; nullopt when they are the same. `a` is the earlier
 // step's: an argument it read that was one node with others may be any of them in `b`.
 std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);
