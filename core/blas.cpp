@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <dlfcn.h>
+#include <strings.h>
 
 #include <recur/core/blas_kernel_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
@@ -25,6 +26,15 @@ namespace {
 }  // namespace
 
 bool detail::blas_runs_on_openmp() { return openblas_get_parallel() == OPENBLAS_OPENMP; }
+
+bool detail::blas_threads_sleep_when_idle() {
+  static const bool sleep = [] {
+    if (!blas_runs_on_openmp()) return false;  // the pthreads build's threads spin after each call
+    const char* policy = std::getenv("OMP_WAIT_POLICY");
+    return policy && ::strcasecmp(policy, "passive") == 0;
+  }();
+  return sleep;
+}
 
 namespace {
 

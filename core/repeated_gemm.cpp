@@ -9,6 +9,7 @@
 #include <recur/core/blas.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
+#include <recur/core/tile_team.hpp>
 
 #ifdef RECUR_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -29,6 +30,7 @@ std::atomic<StepGemm>& choice() {
   static std::atomic<StepGemm> c{initial_choice()};
   return c;
 }
+std::atomic<StepSplit> split_choice{StepSplit::automatic};
 
 // Columns of C per kernel call (64 measured fastest on this machine's AVX-512 kernels).
 constexpr std::int64_t kTile = 64;
@@ -43,10 +45,22 @@ constexpr std::int64_t kTile = 64;
 //    holds off its core (LSTM M 438 ms a step against 28 ms quiet; on one thread 55 ms).
 constexpr double kMaxFlops = 64e6;
 
+// Products of at least this many flops split their tiles over recur's threads
+// (parallel::for_each_tile: helpers that stay awake between a sequence's products, so no
+// thread is woken or started per step), where OpenBLAS's threads sleep when idle
+// (OMP_WAIT_POLICY=PASSIVE). Where they spin after each whole-sequence product instead, they
+// and the helpers take turns on the same cores, and the split gained nothing for the LSTM
+// and lost for the RNN. Measured on the RNN suite's M (4-17 MFLOP per product), PASSIVE:
+// 1.26-1.34x faster training steps (docs/performance.md); S's products (below 0.1 MFLOP)
+// would pay more to share than they take.
+constexpr double kSplitFlops = 1e6;
+
 }  // namespace
 
 void set_step_gemm(StepGemm which) { choice() = which; }
 StepGemm step_gemm() { return choice(); }
+void set_step_split(StepSplit which) { split_choice = which; }
+StepSplit step_split() { return split_choice; }
 
 bool onednn_built_in() { return detail::onednn_built_in(); }
 
@@ -92,6 +106,10 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
   const StepGemm how = step_gemm();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const bool small = flops <= kMaxFlops;
+  const StepSplit split = step_split();
+  split_ = flops >= kSplitFlops && split != StepSplit::never &&
+           (split == StepSplit::always || detail::blas_threads_sleep_when_idle());
+  split_always_ = split == StepSplit::always;
   if ((how == StepGemm::automatic || how == StepGemm::libxsmm) && small && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
     if (how == StepGemm::onednn || (how == StepGemm::automatic && !small && detail::blas_runs_on_openmp()))
@@ -138,8 +156,13 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
   if (kernels_) {
     const Kernels& kn = *kernels_;
     const T* bt = b_columns_.empty() ? b_ : b_columns_.data();
-    for (std::int64_t t = 0; t < kn.tiles; ++t) kn.tile(bt + t * kTile, a, c + t * kTile);
-    if (kn.last) kn.last(bt + kn.tiles * kTile, a, c + kn.tiles * kTile);
+    // Tile t: columns [t kTile, (t + 1) kTile) of C, the last one shorter.
+    auto tile = [&](std::int64_t t) {
+      (t < kn.tiles ? kn.tile : kn.last)(bt + t * kTile, a, c + t * kTile);
+    };
+    const std::int64_t tiles = kn.tiles + (kn.last ? 1 : 0);
+    if (split_) parallel::for_each_tile(tiles, num_threads(), tile, !split_always_);
+    else for (std::int64_t t = 0; t < tiles; ++t) tile(t);
     return;
   }
 #endif

@@ -3,9 +3,12 @@
 // over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. The
 // backend is chosen once, for the shape:
 //  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
-//    libxsmm's JIT kernels, made once for the shape, on the calling thread. OpenBLAS's fixed
-//    cost per call (checks, packing W again) is most of a small product, and its threads
-//    turn a busy machine's scheduling delays into a delay at every step;
+//    libxsmm's JIT kernels, made once for the shape. OpenBLAS's fixed cost per call (checks,
+//    packing W again) is most of a small product, and waking its threads at every step
+//    costs about what they save. From 1 MFLOP, the kernel's column tiles are shared over
+//    recur's threads by parallel::for_each_tile, whose helpers stay awake between steps and
+//    whose caller takes any tile a helper has not started (a busy machine's scheduling delays
+//    then hold up one tile, not the step);
 //  - larger float32 products (L's): oneDNN's matmul with W reordered once into its own
 //    blocked layout, where OpenBLAS is its OpenMP build, so that both libraries' threads
 //    are one pool (with OpenBLAS's own pthreads pool, two pools spin against each other on
@@ -30,6 +33,14 @@ class OnednnMatmul;
 enum class StepGemm { automatic, libxsmm, onednn, openblas };
 void set_step_gemm(StepGemm which);  // for the process, from now on
 StepGemm step_gemm();
+// Whether libxsmm's products of 1 MFLOP or more share their tiles over recur's threads:
+// `automatic` (the default) where OpenBLAS's threads sleep when idle (OMP_WAIT_POLICY=PASSIVE),
+// and alone for a while after a helper was held off its core (a busy machine); `always`
+// (every such product, busy or not) or `never`, for the process from now on (products made
+// before keep their choice).
+enum class StepSplit { automatic, always, never };
+void set_step_split(StepSplit which);
+StepSplit step_split();
 bool libxsmm_built_in();
 bool onednn_built_in();
 
@@ -47,6 +58,8 @@ class RepeatedGemm {
   void operator()(const T* a, T* c) const;
   // "libxsmm", "onednn" or "openblas": what this product runs on.
   const char* backend() const;
+  // Whether its tiles are shared over recur's threads (parallel::for_each_tile).
+  bool splits() const { return kernels_ && split_; }
 
  private:
   struct Kernels;
@@ -55,6 +68,8 @@ class RepeatedGemm {
   const T* b_;
   bool b_transposed_;
   T beta_;
+  bool split_ = false;                // libxsmm's tiles shared over recur's threads (large enough)
+  bool split_always_ = false;         // StepSplit::always: shared even on a busy machine
   std::vector<T> b_columns_;        // B as [k, n], when it was given transposed
   std::unique_ptr<Kernels> kernels_;  // libxsmm's, or null
   std::unique_ptr<detail::OnednnMatmul> onednn_;  // oneDNN's primitive, or null (both null: OpenBLAS)

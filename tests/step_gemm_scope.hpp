@@ -1,6 +1,7 @@
 #pragma once
 // The per-step products' backend (core/repeated_gemm.hpp) for one scope, then the process's
 // choice again, also when a test's assertion leaves the scope early.
+#include <recur/core/blas.hpp>
 #include <recur/core/repeated_gemm.hpp>
 
 namespace recur::testing {
@@ -11,6 +12,22 @@ struct UseStepGemm {
   UseStepGemm(const UseStepGemm&) = delete;
   UseStepGemm& operator=(const UseStepGemm&) = delete;
   blas::StepGemm before;
+};
+
+// Whether products share their tiles over threads, and recur's thread count, for one scope.
+struct UseStepSplit {
+  UseStepSplit(blas::StepSplit which, int threads) : before(blas::step_split()), threads_before(blas::num_threads()) {
+    blas::set_step_split(which);
+    blas::set_num_threads(threads);
+  }
+  ~UseStepSplit() {
+    blas::set_step_split(before);
+    blas::set_num_threads(threads_before);
+  }
+  UseStepSplit(const UseStepSplit&) = delete;
+  UseStepSplit& operator=(const UseStepSplit&) = delete;
+  blas::StepSplit before;
+  int threads_before;
 };
 
 }  // namespace recur::testing

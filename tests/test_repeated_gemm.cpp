@@ -6,12 +6,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
+#include <recur/core/tile_team.hpp>
 #include <recur/recur.hpp>
 
 #include "step_gemm_scope.hpp"
@@ -128,6 +130,69 @@ TEST(RepeatedGemm, MediumProductsRunOnLibxsmm) {
   expect_product_right<double>(StepGemm::libxsmm, {32, 256, 1024}, false, 1.0, "libxsmm");
 }
 
+// Whether libxsmm runs an M-sized product (B32 H256, 17 MFLOP) here: built in, with a kernel
+// for the LIBXSMM_TARGET this test runs under.
+bool libxsmm_runs_m_products() {
+  if (!blas::libxsmm_built_in() || !target_runs_here()) return false;
+  const UseStepGemm use(StepGemm::libxsmm);
+  const std::vector<float> w = random_values<float>(1024 * 256, 1);
+  return std::string(RepeatedGemm<float>(32, 1024, 256, w.data(), 256, true, 256, 1024, 1.f).backend()) == "libxsmm";
+}
+#define SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS() \
+  if (!libxsmm_runs_m_products()) GTEST_SKIP() << "libxsmm runs no M-sized product here (not built in, or no kernel)"
+
+// Products of 1 MFLOP and more share their tiles over threads where asked (StepSplit). A tile
+// is the same kernel on the same operands whichever thread runs it, so the bits equal one
+// thread's. Shapes with a shorter last tile, and with a single tile (run alone).
+template <class T>
+void expect_shared_tiles_bits_equal(Shape3 s, bool transposed, T beta) {
+  const std::int64_t lda = s.k + 3, ldc = s.n + 5, ldb = (transposed ? s.k : s.n) + 2;
+  const std::vector<T> a = random_values<T>(static_cast<std::size_t>(s.m * lda + 2), 1);
+  const std::vector<T> b = random_values<T>(static_cast<std::size_t>((transposed ? s.n : s.k) * ldb), 2);
+  const std::vector<T> c0 = random_values<T>(static_cast<std::size_t>(s.m * ldc), 3);
+  auto run = [&](blas::StepSplit split, int threads) {
+    const testing::UseStepSplit use(split, threads);
+    std::vector<T> c = c0;
+    const RepeatedGemm<T> product(s.m, s.n, s.k, b.data(), ldb, transposed, lda, ldc, beta);
+    EXPECT_STREQ(product.backend(), "libxsmm");
+    EXPECT_EQ(product.splits(), split == blas::StepSplit::always);
+    for (int round = 0; round < 3; ++round) product(a.data() + round, c.data());
+    return c;
+  };
+  const std::vector<T> alone = run(blas::StepSplit::never, 1);
+  for (int threads : {2, 3}) {
+    const std::vector<T> shared = run(blas::StepSplit::always, threads);
+    ASSERT_EQ(std::memcmp(shared.data(), alone.data(), alone.size() * sizeof(T)), 0)
+        << "m " << s.m << " n " << s.n << " k " << s.k << (transposed ? " B^T" : " B") << " beta " << beta
+        << " on " << threads << " threads";
+  }
+}
+
+TEST(RepeatedGemm, TilesSharedOverThreadsGiveOneThreadsBits) {
+  SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
+  const UseStepGemm use(StepGemm::libxsmm);
+  for (const Shape3& s : std::vector<Shape3>{{32, 1024, 256}, {8, 200, 400}, {16, 64, 1024}})
+    for (bool transposed : {false, true}) {
+      expect_shared_tiles_bits_equal<float>(s, transposed, 0.f);
+      expect_shared_tiles_bits_equal<float>(s, transposed, 1.f);
+      expect_shared_tiles_bits_equal<double>(s, transposed, 1.0);
+    }
+  EXPECT_GE(parallel::tile_team_helpers(), 1);
+}
+
+// By default, products share their tiles only where OpenBLAS's threads sleep when idle
+// (OMP_WAIT_POLICY=PASSIVE): otherwise both sets of threads spin on the same cores. Products
+// under 1 MFLOP never share.
+TEST(RepeatedGemm, TilesAreSharedByDefaultWhereOpenblasThreadsSleep) {
+  SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
+  const UseStepGemm use(StepGemm::automatic);
+  const testing::UseStepSplit split(blas::StepSplit::automatic, 2);
+  const std::vector<float> w = random_values<float>(1024 * 256, 1);
+  EXPECT_EQ(RepeatedGemm<float>(32, 1024, 256, w.data(), 256, true, 256, 1024, 1.f).splits(),
+            blas::detail::blas_threads_sleep_when_idle());
+  EXPECT_FALSE(RepeatedGemm<float>(1, 128, 32, w.data(), 32, true, 32, 128, 1.f).splits());
+}
+
 TEST(RepeatedGemm, OnednnEqualsAPlainLoop) {
   if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
   for (const Shape3& s : kSmall)
@@ -156,15 +221,12 @@ TEST(RepeatedGemm, TheOpenmpBuildOfOpenblasTheBuildFoundIsTheOneLoaded) {
 }
 #endif
 
-// One training step of a fused layer (two layers, both directions) on one backend: its
-// output, the input's gradient and every parameter's.
-std::vector<Tensor> train_step(const std::string& cell, StepGemm which, DType dtype) {
-  const UseStepGemm use(which);
+// One training step of a fused layer on an input of shape `input`: its output, the input's
+// gradient and every parameter's.
+std::vector<Tensor> train_step(const std::string& cell, const nn::RecurrentOptions& o, const Shape& input) {
   Generator gen(5);
-  nn::RecurrentOptions o{.input_size = 6, .hidden_size = 20, .num_layers = 2, .bidirectional = true};
-  o.dtype = dtype;
   Tape tape;
-  const Var x = tape.variable(uniform({7, 3, 6}, -1, 1, gen, dtype));
+  const Var x = tape.variable(uniform(input, -1, 1, gen, o.dtype));
   std::vector<Tensor> values;
   auto finish = [&](const Module& m, const nn::RecurrentOutput& out) {
     const Var loss = sum(out.output * out.output) + sum(out.h_n);
@@ -185,6 +247,13 @@ std::vector<Tensor> train_step(const std::string& cell, StepGemm which, DType dt
   }
   return values;
 }
+// The same, two layers in both directions, on one backend.
+std::vector<Tensor> train_step(const std::string& cell, StepGemm which, DType dtype) {
+  const UseStepGemm use(which);
+  nn::RecurrentOptions o{.input_size = 6, .hidden_size = 20, .num_layers = 2, .bidirectional = true};
+  o.dtype = dtype;
+  return train_step(cell, o, {7, 3, 6});
+}
 
 // Every layer's values and gradients on `which` against OpenBLAS's, within `tolerance`
 // relative.
@@ -197,6 +266,29 @@ void expect_layers_agree(StepGemm which, DType dtype, double tolerance) {
       ASSERT_EQ(x.size(), y.size());
       for (std::size_t j = 0; j < x.size(); ++j)
         ASSERT_NEAR(x[j], y[j], tolerance * (1 + std::abs(y[j]))) << cell << " value " << i << " element " << j;
+    }
+  }
+}
+
+// The layers at sizes whose products share their tiles (2-8 MFLOP): the same bits with the
+// tiles shared over threads as on one thread, values and every gradient.
+TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
+  SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
+  const UseStepGemm use(StepGemm::libxsmm);
+  auto train = [](const std::string& cell, blas::StepSplit split) {
+    const testing::UseStepSplit use(split, 2);  // OpenBLAS's whole-sequence products on two threads either way
+    return train_step(cell, nn::RecurrentOptions{.input_size = 8, .hidden_size = 256}, {5, 16, 8});
+  };
+  for (const std::string cell : {"lstm", "gru", "rnn"}) {
+    const std::uint32_t jobs = parallel::tile_team_jobs();
+    const std::vector<Tensor> alone = train(cell, blas::StepSplit::never);
+    EXPECT_EQ(parallel::tile_team_jobs(), jobs) << cell << ": no product may share its tiles";
+    const std::vector<Tensor> shared = train(cell, blas::StepSplit::always);
+    EXPECT_GT(parallel::tile_team_jobs(), jobs) << cell << ": no product shared its tiles";
+    ASSERT_EQ(shared.size(), alone.size());
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      ASSERT_EQ(shared[i].nbytes(), alone[i].nbytes());
+      EXPECT_EQ(std::memcmp(shared[i].raw_data(), alone[i].raw_data(), alone[i].nbytes()), 0) << cell << " value " << i;
     }
   }
 }

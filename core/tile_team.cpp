@@ -1,0 +1,192 @@
+#include <recur/core/tile_team.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace recur::parallel {
+namespace detail {
+namespace {
+
+void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// How long a helper spins for the next product before it sleeps: longer than the elementwise
+// work between a step's products (tens of microseconds at the sizes that split), short
+// enough that a helper does not keep a core from the whole-sequence products around the loop.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// A wait for helpers this long means one was held off its core (a time slice is milliseconds;
+// an interrupt or a page fault tens of microseconds).
+constexpr std::chrono::steady_clock::duration kHeldOff = std::chrono::microseconds(250);
+
+// One job's state in one word, so that a claim sees a consistent job: the job's number (high
+// 32 bits), its next unclaimed tile and its tile count (16 bits each).
+constexpr std::int64_t kMaxTiles = 0xffff;
+constexpr std::uint64_t pack(std::uint32_t job, std::int64_t next, std::int64_t tiles) {
+  return std::uint64_t{job} << 32 | static_cast<std::uint64_t>(next) << 16 | static_cast<std::uint64_t>(tiles);
+}
+constexpr std::uint32_t job_of(std::uint64_t w) { return static_cast<std::uint32_t>(w >> 32); }
+
+// One per process, never destroyed: its helpers are detached and may still spin or sleep
+// while the process exits (joining them at exit would block a forked child, which has none).
+class TileTeam {
+ public:
+  int helpers() {
+    std::lock_guard lock(submit_);
+    return helpers_;
+  }
+  std::uint32_t jobs() const { return job_of(work_.load()); }
+  void forget_back_off() {
+    std::lock_guard lock(submit_);
+    alone_for_ = back_off_ = 0;
+  }
+
+  void run(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context) {
+    const int want = static_cast<int>(std::min<std::int64_t>(threads, tiles)) - 1;
+    std::unique_lock lock(submit_, std::try_to_lock);
+    // Alone: nothing to share, the team is busy with another caller's product, or helpers
+    // were held off their cores lately.
+    if (want <= 0 || tiles > kMaxTiles || !lock.owns_lock() || (back_off && backing_off())) {
+      for (std::int64_t k = 0; k < tiles; ++k) fn(context, k);
+      return;
+    }
+    while (helpers_ < want) {
+      const int index = helpers_;
+      std::thread([this, index] { help(index); }).detach();
+      ++helpers_;
+    }
+    // Publish: the fields first, then the word that names the job (a helper reads the fields
+    // after it saw the word; it claims a tile only while the word still names this job).
+    const std::uint32_t job = job_of(work_.load()) + 1;
+    fn_.store(fn, std::memory_order_relaxed);
+    context_.store(context, std::memory_order_relaxed);
+    wanted_.store(want, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    work_.store(pack(job, 0, tiles));
+    if (sleepers_.load() > 0) {
+      bell_.fetch_add(1);
+      bell_.notify_all();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    run_claimed(job, fn, context);
+    // The helpers' tiles in flight. Every tile is claimed by now, so no helper starts another.
+    const auto own = std::chrono::steady_clock::now();
+    for (int spins = 0; done_.load(std::memory_order_acquire) < tiles; ++spins) {
+      if (spins < 4096) pause();
+      else std::this_thread::yield();
+    }
+    if (back_off) back_off_if_held(own - start, std::chrono::steady_clock::now() - own);
+  }
+
+ private:
+  // A helper that another process holds off its core mid-tile holds up the caller until it
+  // runs again (a time slice: milliseconds; the tile's arguments must stay valid until it
+  // ends, so the caller cannot take it back). When the caller waited that long, and longer
+  // than its own share took, the machine is busy: the next 256 products run alone, twice as
+  // many after each further such wait (up to 65536), and one fewer next time for each product
+  // shared well. Measured on a busy machine (one CPU-bound process beside an LSTM at M), this
+  // keeps the step as fast as a caller alone; on a quiet one it shares nearly every product.
+  void back_off_if_held(std::chrono::steady_clock::duration own, std::chrono::steady_clock::duration waited) {
+    if (waited > std::max<std::chrono::steady_clock::duration>(own, kHeldOff)) {
+      back_off_ = std::clamp<std::int64_t>(2 * back_off_, 256, 65536);
+      alone_for_ = back_off_;
+    } else if (back_off_ > 0) {
+      --back_off_;
+    }
+  }
+
+  bool backing_off() {
+    if (alone_for_ == 0) return false;
+    --alone_for_;
+    return true;
+  }
+
+  // Claims and runs tiles of job `job` until none is left.
+  void run_claimed(std::uint32_t job, TileFn fn, const void* context) {
+    std::uint64_t w = work_.load(std::memory_order_acquire);
+    for (;;) {
+      if (job_of(w) != job) return;
+      const std::int64_t next = static_cast<std::int64_t>(w >> 16 & 0xffff), tiles = static_cast<std::int64_t>(w & 0xffff);
+      if (next >= tiles) return;
+      if (!work_.compare_exchange_weak(w, w + (std::uint64_t{1} << 16), std::memory_order_acq_rel)) continue;
+      fn(context, next);
+      done_.fetch_add(1, std::memory_order_release);
+      w = work_.load(std::memory_order_acquire);
+    }
+  }
+
+  // Helper `index`: waits for a job, joins it if the job wants that many helpers.
+  void help(int index) {
+    std::uint32_t seen = job_of(work_.load());
+    for (;;) {
+      await_job(seen);
+      seen = job_of(work_.load());
+      if (index >= wanted_.load(std::memory_order_relaxed)) continue;
+      run_claimed(seen, fn_.load(std::memory_order_relaxed), context_.load(std::memory_order_relaxed));
+    }
+  }
+
+  // Until a job after `seen` is published: spins for kSpin, then sleeps on the bell.
+  void await_job(std::uint32_t seen) {
+    auto fresh = [&] { return job_of(work_.load()) != seen; };
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 0;; ++i) {
+      if (fresh()) return;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+      pause();
+    }
+    while (!fresh()) {
+      const std::uint32_t bell = bell_.load();
+      sleepers_.fetch_add(1);
+      // Checked after the count went up: run() either sees this sleeper and rings, or it
+      // published before this check.
+      if (!fresh()) bell_.wait(bell);
+      sleepers_.fetch_sub(1);
+    }
+  }
+
+  std::mutex submit_;  // one job at a time; held by its caller while it runs
+  std::int64_t alone_for_ = 0, back_off_ = 0;  // back_off_if_held's (under submit_)
+  int helpers_ = 0;  // started so far (under submit_)
+  std::atomic<std::uint64_t> work_{0};
+  std::atomic<TileFn> fn_{nullptr};
+  std::atomic<const void*> context_{nullptr};
+  std::atomic<int> wanted_{0};
+  std::atomic<std::int64_t> done_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<std::uint32_t> bell_{0};
+};
+
+TileTeam& team() {
+  static TileTeam* t = new TileTeam;
+  return *t;
+}
+
+}  // namespace
+
+void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context) {
+  if (tiles <= 0) return;
+  team().run(tiles, threads, back_off, fn, context);
+}
+
+void forget_back_off() { team().forget_back_off(); }
+
+}  // namespace detail
+
+int tile_team_helpers() { return detail::team().helpers(); }
+std::uint32_t tile_team_jobs() { return detail::team().jobs(); }
+
+}  // namespace recur::parallel

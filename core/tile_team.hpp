@@ -1,0 +1,38 @@
+#pragma once
+// Splits one small product's tiles (a per-step recurrent product: tens of microseconds of
+// work, thousands of times per sequence) over the calling thread and helper threads that stay
+// awake between products. Starting threads per call (parallel::for_each_task), or waking an
+// OpenMP team that slept (OMP_WAIT_POLICY=PASSIVE), costs about what such a product saves;
+// helpers that spin for a while after each product are there for the next step's.
+//
+// The caller claims tiles from the same counter as the helpers: a helper that another process
+// holds off its core delays only the tile it is running, never the tiles it has not claimed.
+// Which thread runs a tile never changes its result. While another thread's product holds the
+// team, a caller runs all its tiles alone.
+#include <cstdint>
+
+namespace recur::parallel {
+
+namespace detail {
+using TileFn = void (*)(const void* context, std::int64_t tile);
+void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context);
+// Forgets that helpers were held off (tests: each starts from a team that shares).
+void forget_back_off();
+}  // namespace detail
+
+// Calls tile(k) for every k in [0, tiles) on up to `threads` threads (the caller's among
+// them), each k once; returns when all are done. `tile` must not throw. With `back_off`, the
+// products after a helper was held off its core run alone for a while (tile_team.cpp);
+// without, every product is shared.
+template <class F>
+void for_each_tile(std::int64_t tiles, int threads, const F& tile, bool back_off = true) {
+  detail::run_tiles(tiles, threads, back_off,
+                    [](const void* context, std::int64_t k) { (*static_cast<const F*>(context))(k); }, &tile);
+}
+
+// Helper threads the team has started so far (tests: they are made on first use), and the
+// products it has shared with them (modulo 2^32).
+int tile_team_helpers();
+std::uint32_t tile_team_jobs();
+
+}  // namespace recur::parallel

@@ -1,0 +1,103 @@
+// The tile team (core/tile_team.hpp): every tile of every product runs once, whichever
+// threads take part, with helpers that sleep and wake between products, and with two callers
+// at once (one of them runs alone). Built under ThreadSanitizer too (test_threads*).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <recur/core/tile_team.hpp>
+
+namespace recur {
+namespace {
+
+// Runs `tiles` tiles on `threads` threads and checks that each ran exactly once.
+void expect_each_tile_once(std::int64_t tiles, int threads) {
+  std::vector<std::atomic<int>> runs(static_cast<std::size_t>(tiles));
+  parallel::for_each_tile(tiles, threads, [&](std::int64_t k) { runs[static_cast<std::size_t>(k)].fetch_add(1); });
+  for (std::int64_t k = 0; k < tiles; ++k)
+    ASSERT_EQ(runs[static_cast<std::size_t>(k)].load(), 1) << "tile " << k << " of " << tiles << " on " << threads << " threads";
+}
+
+// Spins for `d`: a tile's work, on the core it has.
+void work_for(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+TEST(TileTeam, EveryTileRunsOnceOnAnyNumberOfThreads) {
+  for (int round = 0; round < 50; ++round)
+    for (std::int64_t tiles : {0, 1, 2, 3, 7, 16, 64, 257})
+      for (int threads : {1, 2, 3, 5}) expect_each_tile_once(tiles, threads);
+}
+
+// Past the 65535 tiles one job's word holds: the caller runs them alone.
+TEST(TileTeam, MoreTilesThanAJobHoldsRunAlone) { expect_each_tile_once(70000, 2); }
+
+// Helpers that slept (no product for longer than they spin) wake for the next product.
+TEST(TileTeam, HelpersWakeAfterSleeping) {
+  for (int round = 0; round < 5; ++round) {
+    expect_each_tile_once(32, 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+}
+
+// Two callers at once: the one that does not get the team runs its tiles alone.
+TEST(TileTeam, TwoCallersAtOnce) {
+  auto work = [] {
+    for (int round = 0; round < 300; ++round) expect_each_tile_once(24, 2);
+  };
+  std::thread other(work);
+  work();
+  other.join();
+}
+
+// With tiles long enough for a helper to wake, some run on another thread than the caller's,
+// and the team has started a helper.
+TEST(TileTeam, HelpersTakeTiles) {
+  const std::thread::id caller = std::this_thread::get_id();
+  bool helped = false;
+  for (int round = 0; round < 200 && !helped; ++round) {
+    std::atomic<int> elsewhere{0};
+    parallel::for_each_tile(16, 2, [&](std::int64_t) {
+      work_for(std::chrono::microseconds(50));
+      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+    }, /*back_off=*/false);
+    helped = elsewhere.load() > 0;
+  }
+  EXPECT_TRUE(helped) << "no tile ran on a helper in 200 products of 16 tiles of 50 us";
+  EXPECT_GE(parallel::tile_team_helpers(), 1);
+}
+
+// A helper held off for milliseconds mid-tile (here: its tile takes 5 ms, the caller's 1 ms)
+// makes the next products run alone; products that do not back off are still shared.
+TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
+  parallel::detail::forget_back_off();
+  const std::thread::id caller = std::this_thread::get_id();
+  bool held = false;
+  for (int round = 0; round < 100 && !held; ++round) {  // until a helper took the slow tile
+    std::atomic<int> elsewhere{0};
+    parallel::for_each_tile(2, 2, [&](std::int64_t) {
+      if (std::this_thread::get_id() == caller) {
+        work_for(std::chrono::microseconds(1000));
+      } else {
+        elsewhere.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+    held = elsewhere.load() > 0;
+  }
+  ASSERT_TRUE(held) << "no helper took a tile in 100 products";
+  const std::uint32_t jobs = parallel::tile_team_jobs();
+  for (int i = 0; i < 10; ++i) expect_each_tile_once(8, 2);
+  EXPECT_EQ(parallel::tile_team_jobs(), jobs) << "products after the wait were shared";
+  parallel::for_each_tile(8, 2, [](std::int64_t) {}, /*back_off=*/false);
+  EXPECT_EQ(parallel::tile_team_jobs(), jobs + 1) << "a product that does not back off was not shared";
+  parallel::detail::forget_back_off();
+}
+
+}  // namespace
+}  // namespace recur
