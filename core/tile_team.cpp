@@ -28,9 +28,13 @@ void pause() {
 // enough that a helper does not keep a core from the whole-sequence products around the loop.
 constexpr auto kSpin = std::chrono::microseconds(100);
 
+using Clock = std::chrono::steady_clock;
+
 // A wait for helpers this long means one was held off its core (a time slice is milliseconds;
 // an interrupt or a page fault tens of microseconds).
-constexpr std::chrono::steady_clock::duration kHeldOff = std::chrono::microseconds(250);
+constexpr Clock::duration kHeldOff = std::chrono::microseconds(250);
+// How long products run alone after such a wait: at first, and at most (TileTeam::back_off_if_held).
+constexpr Clock::duration kMinBackOff = std::chrono::milliseconds(20), kMaxBackOff = std::chrono::seconds(2);
 
 // One job's state in one word, so that a claim sees a consistent job: the job's number (high
 // 32 bits), its next unclaimed tile and its tile count (16 bits each).
@@ -51,7 +55,8 @@ class TileTeam {
   std::uint32_t jobs() const { return job_of(work_.load()); }
   void forget_back_off() {
     std::lock_guard lock(submit_);
-    alone_for_ = back_off_ = 0;
+    alone_until_ = last_held_ = {};
+    back_off_ = {};
   }
 
   void run(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context) {
@@ -80,39 +85,36 @@ class TileTeam {
       bell_.fetch_add(1);
       bell_.notify_all();
     }
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     run_claimed(job, fn, context);
     // The helpers' tiles in flight. Every tile is claimed by now, so no helper starts another.
-    const auto own = std::chrono::steady_clock::now();
+    const auto own = Clock::now();
     for (int spins = 0; done_.load(std::memory_order_acquire) < tiles; ++spins) {
       if (spins < 4096) pause();
       else std::this_thread::yield();
     }
-    if (back_off) back_off_if_held(own - start, std::chrono::steady_clock::now() - own);
+    const auto end = Clock::now();
+    if (back_off) back_off_if_held(end, own - start, end - own);
   }
 
  private:
   // A helper that another process holds off its core mid-tile holds up the caller until it
-  // runs again (a time slice: milliseconds; the tile's arguments must stay valid until it
+  // runs again (a time slice: milliseconds; the tile's operands must stay valid until it
   // ends, so the caller cannot take it back). When the caller waited that long, and longer
-  // than its own share took, the machine is busy: the next 256 products run alone, twice as
-  // many after each further such wait (up to 65536), and one fewer next time for each product
-  // shared well. Measured on a busy machine (one CPU-bound process beside an LSTM at M), this
-  // keeps the step as fast as a caller alone; on a quiet one it shares nearly every product.
-  void back_off_if_held(std::chrono::steady_clock::duration own, std::chrono::steady_clock::duration waited) {
-    if (waited > std::max<std::chrono::steady_clock::duration>(own, kHeldOff)) {
-      back_off_ = std::clamp<std::int64_t>(2 * back_off_, 256, 65536);
-      alone_for_ = back_off_;
-    } else if (back_off_ > 0) {
-      --back_off_;
-    }
+  // than its own share took, the machine is busy: products run alone for the next 20 ms,
+  // twice as long after each further such wait within four such periods (up to 2 s), 20 ms
+  // again after a quiet spell. Measured on a busy machine (one CPU-bound process beside the
+  // RNN suite's M), this keeps a step near the time it takes alone; quiet, nearly every
+  // product is shared. Timed, not counted: a small product (the RNN's) comes ten times as
+  // often as a large one.
+  void back_off_if_held(Clock::time_point now, Clock::duration own, Clock::duration waited) {
+    if (waited <= std::max<Clock::duration>(own, kHeldOff)) return;
+    back_off_ = now - last_held_ < 4 * back_off_ ? std::min<Clock::duration>(2 * back_off_, kMaxBackOff) : kMinBackOff;
+    last_held_ = now;
+    alone_until_ = now + back_off_;
   }
 
-  bool backing_off() {
-    if (alone_for_ == 0) return false;
-    --alone_for_;
-    return true;
-  }
+  bool backing_off() const { return alone_until_ > Clock::time_point() && Clock::now() < alone_until_; }
 
   // Claims and runs tiles of job `job` until none is left.
   void run_claimed(std::uint32_t job, TileFn fn, const void* context) {
@@ -142,10 +144,10 @@ class TileTeam {
   // Until a job after `seen` is published: spins for kSpin, then sleeps on the bell.
   void await_job(std::uint32_t seen) {
     auto fresh = [&] { return job_of(work_.load()) != seen; };
-    const auto until = std::chrono::steady_clock::now() + kSpin;
+    const auto until = Clock::now() + kSpin;
     for (int i = 0;; ++i) {
       if (fresh()) return;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+      if ((i & 63) == 63 && Clock::now() > until) break;
       pause();
     }
     while (!fresh()) {
@@ -159,7 +161,9 @@ class TileTeam {
   }
 
   std::mutex submit_;  // one job at a time; held by its caller while it runs
-  std::int64_t alone_for_ = 0, back_off_ = 0;  // back_off_if_held's (under submit_)
+  // back_off_if_held's (under submit_): run alone until alone_until_.
+  Clock::time_point alone_until_{}, last_held_{};
+  Clock::duration back_off_{};
   int helpers_ = 0;  // started so far (under submit_)
   std::atomic<std::uint64_t> work_{0};
   std::atomic<TileFn> fn_{nullptr};
