@@ -1,14 +1,19 @@
 #include <recur/core/tile_team.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <thread>
-#include <vector>
+
+#include <pthread.h>
+#include <sched.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define RECUR_TILE_TEAM_X86 1
 #endif
 
 namespace recur::parallel {
@@ -30,9 +35,10 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 
 using Clock = std::chrono::steady_clock;
 
-// A wait for helpers this long means one was held off its core (a time slice is milliseconds;
-// an interrupt or a page fault tens of microseconds).
-constexpr Clock::duration kHeldOff = std::chrono::microseconds(250);
+// A wait for helpers this long means one was held off its core: a time slice is 1.5 ms and
+// more on two cores; a tile of the products that share (at most 64 MFLOP in all, so at most
+// 32 per tile of two) a few hundred microseconds; an interrupt or a page fault tens.
+constexpr Clock::duration kHeldOff = std::chrono::milliseconds(1);
 // How long products run alone after such a wait: at first, and at most (TileTeam::back_off_if_held).
 constexpr Clock::duration kMinBackOff = std::chrono::milliseconds(20), kMaxBackOff = std::chrono::seconds(2);
 
@@ -44,15 +50,47 @@ constexpr std::uint64_t pack(std::uint32_t job, std::int64_t next, std::int64_t 
 }
 constexpr std::uint32_t job_of(std::uint64_t w) { return static_cast<std::uint32_t>(w >> 32); }
 
+// The CPUs the calling thread may run on (helpers inherit its set), read once per thread.
+int usable_cpus() {
+  thread_local const int n = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
+    return CPU_COUNT(&set);
+  }();
+  return std::max(1, n);
+}
+
+// The caller's floating-point control word (rounding, flush-to-zero), for a helper to take:
+// a tile's bits must not depend on which thread ran it.
+unsigned float_control() {
+#ifdef RECUR_TILE_TEAM_X86
+  return _mm_getcsr();
+#else
+  return 0;
+#endif
+}
+void set_float_control([[maybe_unused]] unsigned control) {
+#ifdef RECUR_TILE_TEAM_X86
+  if (_mm_getcsr() != control) _mm_setcsr(control);
+#endif
+}
+
 // One per process, never destroyed: its helpers are detached and may still spin or sleep
-// while the process exits (joining them at exit would block a forked child, which has none).
+// while the process exits (joining them at exit would block a forked child, which has none;
+// a forked child starts helpers of its own).
 class TileTeam {
  public:
+  TileTeam() {
+    pthread_atfork(nullptr, nullptr, [] { team_after_fork(); });
+  }
+  static void team_after_fork();
+
   int helpers() {
     std::lock_guard lock(submit_);
     return helpers_;
   }
   std::uint32_t jobs() const { return job_of(work_.load()); }
+  std::uint64_t helper_tiles() const { return helper_tiles_.load(); }
   void forget_back_off() {
     std::lock_guard lock(submit_);
     alone_until_ = last_held_ = {};
@@ -60,7 +98,7 @@ class TileTeam {
   }
 
   void run(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context) {
-    const int want = static_cast<int>(std::min<std::int64_t>(threads, tiles)) - 1;
+    int want = static_cast<int>(std::min<std::int64_t>({threads, tiles, usable_cpus()})) - 1;
     std::unique_lock lock(submit_, std::try_to_lock);
     // Alone: nothing to share, the team is busy with another caller's product, or helpers
     // were held off their cores lately.
@@ -68,16 +106,22 @@ class TileTeam {
       for (std::int64_t k = 0; k < tiles; ++k) fn(context, k);
       return;
     }
-    while (helpers_ < want) {
+    while (helpers_ < want && !cannot_start_) {
       const int index = helpers_;
-      std::thread([this, index] { help(index); }).detach();
-      ++helpers_;
+      try {
+        std::thread([this, index] { help(index); }).detach();
+        ++helpers_;
+      } catch (const std::system_error&) {  // no more threads to be had: share with those there are
+        cannot_start_ = true;
+      }
     }
+    want = std::min(want, helpers_);
     // Publish: the fields first, then the word that names the job (a helper reads the fields
     // after it saw the word; it claims a tile only while the word still names this job).
     const std::uint32_t job = job_of(work_.load()) + 1;
     fn_.store(fn, std::memory_order_relaxed);
     context_.store(context, std::memory_order_relaxed);
+    float_control_.store(float_control(), std::memory_order_relaxed);
     wanted_.store(want, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     work_.store(pack(job, 0, tiles));
@@ -86,7 +130,7 @@ class TileTeam {
       bell_.notify_all();
     }
     const auto start = Clock::now();
-    run_claimed(job, fn, context);
+    run_claimed(job, fn, context, nullptr);
     // The helpers' tiles in flight. Every tile is claimed by now, so no helper starts another.
     const auto own = Clock::now();
     for (int spins = 0; done_.load(std::memory_order_acquire) < tiles; ++spins) {
@@ -116,8 +160,8 @@ class TileTeam {
 
   bool backing_off() const { return alone_until_ > Clock::time_point() && Clock::now() < alone_until_; }
 
-  // Claims and runs tiles of job `job` until none is left.
-  void run_claimed(std::uint32_t job, TileFn fn, const void* context) {
+  // Claims and runs tiles of job `job` until none is left; counts them into `ran` (if given).
+  void run_claimed(std::uint32_t job, TileFn fn, const void* context, std::atomic<std::uint64_t>* ran) {
     std::uint64_t w = work_.load(std::memory_order_acquire);
     for (;;) {
       if (job_of(w) != job) return;
@@ -125,27 +169,32 @@ class TileTeam {
       if (next >= tiles) return;
       if (!work_.compare_exchange_weak(w, w + (std::uint64_t{1} << 16), std::memory_order_acq_rel)) continue;
       fn(context, next);
+      if (ran) ran->fetch_add(1, std::memory_order_relaxed);
       done_.fetch_add(1, std::memory_order_release);
       w = work_.load(std::memory_order_acquire);
     }
   }
 
-  // Helper `index`: waits for a job, joins it if the job wants that many helpers.
+  // Helper `index`: waits for a job, joins it if the job wants that many helpers (one that
+  // does not sleeps at once after it, rather than spin for the next).
   void help(int index) {
     std::uint32_t seen = job_of(work_.load());
+    bool joined = true;
     for (;;) {
-      await_job(seen);
+      await_job(seen, joined);
       seen = job_of(work_.load());
-      if (index >= wanted_.load(std::memory_order_relaxed)) continue;
-      run_claimed(seen, fn_.load(std::memory_order_relaxed), context_.load(std::memory_order_relaxed));
+      joined = index < wanted_.load(std::memory_order_relaxed);
+      if (!joined) continue;
+      set_float_control(float_control_.load(std::memory_order_relaxed));
+      run_claimed(seen, fn_.load(std::memory_order_relaxed), context_.load(std::memory_order_relaxed), &helper_tiles_);
     }
   }
 
-  // Until a job after `seen` is published: spins for kSpin, then sleeps on the bell.
-  void await_job(std::uint32_t seen) {
+  // Until a job after `seen` is published: spins for kSpin (with `spin`), then sleeps on the bell.
+  void await_job(std::uint32_t seen, bool spin) {
     auto fresh = [&] { return job_of(work_.load()) != seen; };
     const auto until = Clock::now() + kSpin;
-    for (int i = 0;; ++i) {
+    for (int i = 0; spin; ++i) {
       if (fresh()) return;
       if ((i & 63) == 63 && Clock::now() > until) break;
       pause();
@@ -164,7 +213,8 @@ class TileTeam {
   // back_off_if_held's (under submit_): run alone until alone_until_.
   Clock::time_point alone_until_{}, last_held_{};
   Clock::duration back_off_{};
-  int helpers_ = 0;  // started so far (under submit_)
+  int helpers_ = 0;            // started so far (under submit_)
+  bool cannot_start_ = false;  // starting one failed (under submit_)
   std::atomic<std::uint64_t> work_{0};
   std::atomic<TileFn> fn_{nullptr};
   std::atomic<const void*> context_{nullptr};
@@ -172,11 +222,22 @@ class TileTeam {
   std::atomic<std::int64_t> done_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<std::uint32_t> bell_{0};
+  std::atomic<unsigned> float_control_{0};
+  std::atomic<std::uint64_t> helper_tiles_{0};  // tiles the helpers ran, for tests
 };
 
 TileTeam& team() {
   static TileTeam* t = new TileTeam;
   return *t;
+}
+
+// In a forked child only the forking thread lives: the team has no helpers and no sleepers.
+// (A child forked while another thread held submit_ finds it held and runs alone.)
+void TileTeam::team_after_fork() {
+  TileTeam& t = team();
+  t.helpers_ = 0;
+  t.cannot_start_ = false;
+  t.sleepers_.store(0);
 }
 
 }  // namespace
@@ -192,5 +253,6 @@ void forget_back_off() { team().forget_back_off(); }
 
 int tile_team_helpers() { return detail::team().helpers(); }
 std::uint32_t tile_team_jobs() { return detail::team().jobs(); }
+std::uint64_t tile_team_helper_tiles() { return detail::team().helper_tiles(); }
 
 }  // namespace recur::parallel

@@ -14,25 +14,27 @@
 namespace recur::parallel {
 
 namespace detail {
-using TileFn = void (*)(const void* context, std::int64_t tile);
+using TileFn = void (*)(const void* context, std::int64_t tile) noexcept;
 void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context);
 // Forgets that helpers were held off (tests: each starts from a team that shares).
 void forget_back_off();
 }  // namespace detail
 
 // Calls tile(k) for every k in [0, tiles) on up to `threads` threads (the caller's among
-// them), each k once; returns when all are done. `tile` must not throw. With `back_off`, the
+// them), each k once; returns when all are done. `tile` must not throw (a throw ends the
+// process: helpers may still be running other tiles on its operands). With `back_off`, the
 // products after a helper was held off its core run alone for a while (tile_team.cpp);
 // without, every product is shared.
 template <class F>
 void for_each_tile(std::int64_t tiles, int threads, const F& tile, bool back_off = true) {
   detail::run_tiles(tiles, threads, back_off,
-                    [](const void* context, std::int64_t k) { (*static_cast<const F*>(context))(k); }, &tile);
+                    [](const void* context, std::int64_t k) noexcept { (*static_cast<const F*>(context))(k); }, &tile);
 }
 
-// Helper threads the team has started so far (tests: they are made on first use), and the
-// products it has shared with them (modulo 2^32).
+// Helper threads the team has started so far (tests: they are made on first use), the
+// products it has shared with them (modulo 2^32), and the tiles the helpers ran.
 int tile_team_helpers();
 std::uint32_t tile_team_jobs();
+std::uint64_t tile_team_helper_tiles();
 
 }  // namespace recur::parallel

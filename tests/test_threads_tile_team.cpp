@@ -35,7 +35,11 @@ TEST(TileTeam, EveryTileRunsOnceOnAnyNumberOfThreads) {
 }
 
 // Past the 65535 tiles one job's word holds: the caller runs them alone.
-TEST(TileTeam, MoreTilesThanAJobHoldsRunAlone) { expect_each_tile_once(70000, 2); }
+TEST(TileTeam, MoreTilesThanAJobHoldsRunAlone) {
+  const std::uint32_t jobs = parallel::tile_team_jobs();
+  expect_each_tile_once(70000, 2);
+  EXPECT_EQ(parallel::tile_team_jobs(), jobs);
+}
 
 // Helpers that slept (no product for longer than they spin) wake for the next product.
 TEST(TileTeam, HelpersWakeAfterSleeping) {
@@ -72,17 +76,20 @@ TEST(TileTeam, HelpersTakeTiles) {
   EXPECT_GE(parallel::tile_team_helpers(), 1);
 }
 
-// A helper held off for milliseconds mid-tile (here: its tile takes 5 ms, the caller's 1 ms)
+// A helper held off for milliseconds mid-tile (here: its tile takes 8 ms, the caller's 1 ms)
 // makes the next products run alone; products that do not back off are still shared. (A
 // loaded machine can hold the caller off instead, which is not such a wait: tried again.)
 TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
-  parallel::detail::forget_back_off();
+  struct Forget {  // before and after, also when an assertion leaves early
+    Forget() { parallel::detail::forget_back_off(); }
+    ~Forget() { parallel::detail::forget_back_off(); }
+  } forget;
   const std::thread::id caller = std::this_thread::get_id();
   bool backed_off = false;
   for (int round = 0; round < 100 && !backed_off; ++round) {
     parallel::for_each_tile(2, 2, [&](std::int64_t) {
       if (std::this_thread::get_id() == caller) work_for(std::chrono::microseconds(1000));
-      else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      else std::this_thread::sleep_for(std::chrono::milliseconds(8));
     });
     const std::uint32_t jobs = parallel::tile_team_jobs();
     expect_each_tile_once(8, 2);
@@ -92,7 +99,6 @@ TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
   const std::uint32_t jobs = parallel::tile_team_jobs();
   parallel::for_each_tile(8, 2, [](std::int64_t) {}, /*back_off=*/false);
   EXPECT_EQ(parallel::tile_team_jobs(), jobs + 1) << "a product that does not back off was not shared";
-  parallel::detail::forget_back_off();
 }
 
 }  // namespace
