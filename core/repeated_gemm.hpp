@@ -5,10 +5,11 @@
 //  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
 //    libxsmm's JIT kernels, made once for the shape. OpenBLAS's fixed cost per call (checks,
 //    packing W again) is most of a small product, and waking its threads at every step
-//    costs about what they save. From 1 MFLOP, the kernel's column tiles are shared over
-//    recur's threads by parallel::for_each_tile, whose helpers stay awake between steps and
-//    whose caller takes any tile a helper has not started (a busy machine's scheduling delays
-//    then hold up one tile, not the step);
+//    costs about what they save. From 1 MFLOP, where OpenBLAS's threads sleep when idle
+//    (StepSplit below), the kernel's column tiles are shared over recur's threads by
+//    parallel::for_each_tile, whose helpers stay awake between steps and whose caller takes
+//    any tile a helper has not started (a busy machine's scheduling delays then hold up one
+//    tile, not the step);
 //  - larger float32 products (L's): oneDNN's matmul with W reordered once into its own
 //    blocked layout, where OpenBLAS is its OpenMP build, so that both libraries' threads
 //    are one pool (with OpenBLAS's own pthreads pool, two pools spin against each other on
