@@ -76,9 +76,10 @@ TEST(TileTeam, HelpersTakeTiles) {
   EXPECT_GE(parallel::tile_team_helpers(), 1);
 }
 
-// A helper held off for milliseconds mid-tile (here: its tile takes 8 ms, the caller's 1 ms)
-// makes the next products run alone; products that do not back off are still shared. (A
-// loaded machine can hold the caller off instead, which is not such a wait: tried again.)
+// A helper held off for milliseconds mid-tile (here: its tile takes 20 ms, the caller's 3 ms,
+// time for a sleeping helper to wake and take the other tile) makes the next products run
+// alone; products that do not back off are still shared. (A loaded machine can keep the
+// helper from waking in time, or hold the caller off instead: tried again.)
 TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
   struct Forget {  // before and after, also when an assertion leaves early
     Forget() { parallel::detail::forget_back_off(); }
@@ -88,8 +89,8 @@ TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
   bool backed_off = false;
   for (int round = 0; round < 100 && !backed_off; ++round) {
     parallel::for_each_tile(2, 2, [&](std::int64_t) {
-      if (std::this_thread::get_id() == caller) work_for(std::chrono::microseconds(1000));
-      else std::this_thread::sleep_for(std::chrono::milliseconds(8));
+      if (std::this_thread::get_id() == caller) work_for(std::chrono::microseconds(3000));
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
     });
     const std::uint32_t jobs = parallel::tile_team_jobs();
     expect_each_tile_once(8, 2);
