@@ -21,7 +21,7 @@ namespace detail {
 namespace {
 
 void pause() {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef RECUR_TILE_TEAM_X86
   _mm_pause();
 #else
   std::this_thread::yield();
@@ -99,13 +99,14 @@ class TileTeam {
 
   void run(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context) {
     int want = static_cast<int>(std::min<std::int64_t>({threads, tiles, usable_cpus()})) - 1;
-    std::unique_lock lock(submit_, std::try_to_lock);
-    // Alone: nothing to share, the team is busy with another caller's product, or helpers
-    // were held off their cores lately.
-    if (want <= 0 || tiles > kMaxTiles || !lock.owns_lock() || (back_off && backing_off())) {
+    auto alone = [&] {
       for (std::int64_t k = 0; k < tiles; ++k) fn(context, k);
-      return;
-    }
+    };
+    if (want <= 0 || tiles > kMaxTiles) return alone();  // nothing to share: no lock taken
+    // Alone too while the team is busy with another caller's product, or helpers were held
+    // off their cores lately.
+    std::unique_lock lock(submit_, std::try_to_lock);
+    if (!lock.owns_lock() || (back_off && backing_off())) return alone();
     while (helpers_ < want && !cannot_start_) {
       const int index = helpers_;
       try {
