@@ -3,7 +3,7 @@
 // allocated once, with the operands of bench_common.hpp.
 #include <vector>
 
-#include <x86_64-linux-gnu/openblas-pthread/cblas.h>
+#include <recur/core/openblas_cblas_detail.hpp>
 
 #include "bench_common.hpp"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include <torch/torch.h>
-#include <x86_64-linux-gnu/openblas-pthread/cblas.h>
+#include <recur/core/openblas_cblas_detail.hpp>
 
 #include "bench_common.hpp"
 

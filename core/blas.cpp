@@ -14,9 +14,7 @@
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/error.hpp>
 
-// OpenBLAS's own cblas.h (not the alternatives link): it also declares
-// openblas_set_num_threads, and its blasint is the width the library was built with.
-#include <x86_64-linux-gnu/openblas-pthread/cblas.h>
+#include <recur/core/openblas_cblas_detail.hpp>
 
 namespace recur::blas {
 namespace {

@@ -29,7 +29,7 @@
 
 #include <recur/core/blas_kernel_detail.hpp>
 
-#include <x86_64-linux-gnu/openblas-pthread/cblas.h>
+#include <recur/core/openblas_cblas_detail.hpp>
 
 namespace recur {
 namespace blas::detail {
