@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 
 #include <recur/autodiff/backward_observer.hpp>
@@ -47,7 +46,7 @@ class PassGrads {
   using Grad = G;
   PassGrads(Tape& tape, std::uint32_t hi) : tape_(tape), grads_(hi + 1) {}
 
-  bool reached(std::uint32_t i) const { return is_defined(grads_[i]) || (!more_.empty() && more_.contains(i)); }
+  bool reached(std::uint32_t i) const { return is_defined(grads_[i]) || (!more_.empty() && find_more(i) < more_.size()); }
   G take(std::uint32_t i) {
     G g = std::move(grads_[i]);
     grads_[i] = G();
@@ -57,16 +56,18 @@ class PassGrads {
   void add(std::uint32_t i, G g) { accumulate(grads_[i], std::move(g)); }
   // The gradient of output k >= 1 of the multi-output op at node `main`, for its rule.
   void add_more(std::uint32_t main, std::size_t k, G g) {
-    Grads<G>& more = more_[main];
+    std::size_t at = find_more(main);
+    if (at == more_.size()) more_.emplace_back(main, Grads<G>{});
+    Grads<G>& more = more_[at].second;
     if (more.size() < k) more.resize(k);
     accumulate(more[k - 1], std::move(g));
   }
   Grads<G> take_more(std::uint32_t main) {
     if (more_.empty()) return {};
-    const auto it = more_.find(main);
-    if (it == more_.end()) return {};
-    Grads<G> more = std::move(it->second);
-    more_.erase(it);
+    const std::size_t at = find_more(main);
+    if (at == more_.size()) return {};
+    Grads<G> more = std::move(more_[at].second);
+    more_.erase(more_.begin() + static_cast<std::ptrdiff_t>(at));
     return more;
   }
   void seed(std::uint32_t i, Tensor g) { add(i, from_tensor<G>(tape_, std::move(g))); }
@@ -100,7 +101,15 @@ class PassGrads {
   std::vector<G> grads_;
   std::vector<std::int32_t> kept_slot_;  // node -> index into kept_, -1 when not asked for
   std::vector<G> kept_;
-  std::unordered_map<std::uint32_t, Grads<G>> more_;  // multi-output op node -> its other outputs' gradients
+  // Multi-output op node -> its other outputs' gradients. An entry lives from the pass
+  // reaching one of the op's later outputs (nodes right after it) to the op itself, so a
+  // few are pending at a time: a list, not a map (a loop's chain has one per step).
+  std::vector<std::pair<std::uint32_t, Grads<G>>> more_;
+  std::size_t find_more(std::uint32_t main) const {  // more_.size() when it has no entry
+    for (std::size_t k = more_.size(); k-- > 0;)
+      if (more_[k].first == main) return k;
+    return more_.size();
+  }
 };
 
 // Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.

@@ -58,8 +58,10 @@ class Recompute {
   void ensure_node(const Node& n, std::uint32_t i, bool all) {
     if (!chains_.empty() || (n.op && !n.value.defined()) || !inputs_defined(n)) ensure_node_slow(n, i, all);
   }
+  // After a rule: only a released value (a range's, a chain's) lost its shape, which the
+  // rule's gradients are checked against; a dropped one keeps it.
   void ensure_inputs(const Node& n, bool all) {
-    if (!inputs_defined(n)) ensure_inputs_slow(n, all);
+    if ((!ranges_.empty() || !chains_.empty()) && !inputs_defined(n)) ensure_inputs_slow(n, all);
   }
   // After the pass: every recomputed range is released again.
   void release_all();

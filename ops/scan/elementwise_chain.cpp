@@ -72,6 +72,7 @@ class ChainBlocks {
     // thread's scratch: a chain runs at every step, and allocating them would cost more.
     own_.assign(p.slots.size(), nullptr);
     gathered_.assign(p.slots.size(), 0);
+    at_.assign(p.slots.size(), nullptr);
     std::size_t copies = 0;
     for (std::size_t j = 0; j < p.slots.size(); ++j)
       copies += !skipped_[j] && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
@@ -83,7 +84,7 @@ class ChainBlocks {
       T* own = own_[j] = next;
       next += block_;
       const T* x = in.data<T>();
-      if (slot.column >= 0 && !one_row(in, p.shape)) {
+      if (slot.column >= 0 && !one_row(in, total_, width_)) {
         gathered_[j] = 1;
         continue;
       }
@@ -95,9 +96,10 @@ class ChainBlocks {
     }
   }
   // A slot of columns of an input with one row, read again in every row of a chain of more
-  // (of a chain of one row, it is read as any other).
-  static bool one_row(const Tensor& in, const Shape& chain) {
-    return in.numel() == in.shape().back() && !chain.empty() && numel(chain) != chain.back();
+  // (of a chain of one row, it is read as any other); total and width are the chain's
+  // elements and last size.
+  static bool one_row(const Tensor& in, std::int64_t total, std::int64_t width) {
+    return in.numel() == in.shape().back() && total != width;
   }
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
@@ -108,7 +110,8 @@ class ChainBlocks {
     for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
   }
 
-  // Gathers the column slots' elements [begin, begin + n) (whole rows).
+  // Gathers the column slots' elements [begin, begin + n) (whole rows); a block of one row
+  // reads them in place (a chain of one row, a batch of one, copies nothing).
   void load(std::int64_t begin, std::int64_t n) {
     for (std::size_t j = 0; j < p_.slots.size(); ++j) {
       if (!gathered_[j]) continue;
@@ -116,8 +119,13 @@ class ChainBlocks {
       const Tensor& in = inputs_[slot.input];
       const std::int64_t stride = in.shape().back();
       const T* x = in.data<T>() + (begin / width_) * stride + slot.column;
+      if (n == width_) {
+        at_[j] = x;
+        continue;
+      }
       for (std::int64_t row = 0; row < n / width_; ++row)
         std::copy_n(x + row * stride, width_, own_[j] + row * width_);
+      at_[j] = own_[j];
     }
   }
 
@@ -126,6 +134,7 @@ class ChainBlocks {
   const T* operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
     if (!o.is_input) return values(o.index);
     if (skipped_[o.index]) return nullptr;
+    if (gathered_[o.index]) return at_[o.index];
     if (!own_[o.index]) return inputs_[p_.slots[o.index].input].data<T>() + begin;
     return own_[o.index];
   }
@@ -163,6 +172,7 @@ class ChainBlocks {
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
   boost::container::small_vector<T*, 32> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
   Flags gathered_;                               // per slot: its columns are gathered for each block
+  boost::container::small_vector<const T*, 32> at_;  // per gathered slot: the current block's columns (load)
   Flags skipped_;                                // per slot: not read (backward, a sum's operand)
 };
 
@@ -189,7 +199,7 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
       ++n;
       whole = slot.column < 0 && inputs[in].numel() == total;
       tiles = tiles && slot.column >= 0 && slot.column % width == 0 && slot.column / width < 64 &&
-              (seen >> (slot.column / width) & 1U) == 0 && !ChainBlocks<T>::one_row(inputs[in], p.shape);
+              (seen >> (slot.column / width) & 1U) == 0 && !ChainBlocks<T>::one_row(inputs[in], total, width);
       if (tiles) seen |= std::uint64_t{1} << (slot.column / width);
     }
     if (n == 1 && whole) writes[in] = Writes::whole;
@@ -283,7 +293,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
       T* d = grads[slot.input].data<T>();
       const Tensor& in = inputs[slot.input];
       const std::int64_t size = in.numel();
-      const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, p.shape) ? 0 : in.shape().back();
+      const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, total, width) ? 0 : in.shape().back();
       T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
       const Writes how = writes[slot.input];
       if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
@@ -398,7 +408,8 @@ struct ElementwiseChain {
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (outputs[o].defined()) rows[p.outputs[o]] = outputs[o].template data<T>();
     std::int64_t row = 0;
-    for (std::size_t k : p.kept) rows[k] = inner.template data<T>() + row++ * numel(p.shape);
+    const std::int64_t total = inner.defined() ? inner.size(1) : 0;  // [kept, elements]
+    for (std::size_t k : p.kept) rows[k] = inner.template data<T>() + row++ * total;
     return rows;
   }
 
@@ -441,14 +452,14 @@ struct ElementwiseChain {
   Tensor forward(std::span<const Tensor> inputs) const {
     const ChainProgram& p = *program;
     const std::int64_t total = numel(p.shape);
-    std::vector<Tensor> outs;
+    boost::container::small_vector<Tensor, 4> outs;
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
       ChainBlocks<T> blocks(p, inputs);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
       T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(blocks.block()));
       auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
       if (grad_enabled()) {
-        outputs = outs;
+        outputs.assign(outs.begin(), outs.end());
         const auto n_inner = static_cast<std::int64_t>(p.kept.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
         const auto rows = value_rows<T>();
