@@ -252,6 +252,7 @@ void forget_back_off() { team().forget_back_off(); }
 
 }  // namespace detail
 
+int tile_team_cpus() { return detail::usable_cpus(); }
 int tile_team_helpers() { return detail::team().helpers(); }
 std::uint32_t tile_team_jobs() { return detail::team().jobs(); }
 std::uint64_t tile_team_helper_tiles() { return detail::team().helper_tiles(); }

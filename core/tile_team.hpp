@@ -31,6 +31,10 @@ void for_each_tile(std::int64_t tiles, int threads, const F& tile, bool back_off
                     [](const void* context, std::int64_t k) noexcept { (*static_cast<const F*>(context))(k); }, &tile);
 }
 
+// The CPUs the calling thread may run on (its affinity, as OMP_PROC_BIND or taskset set it):
+// a product shares its tiles with at most this many threads less one.
+int tile_team_cpus();
+
 // Helper threads the team has started so far (tests: they are made on first use), the
 // products it has shared with them (modulo 2^32), and the tiles the helpers ran.
 int tile_team_helpers();

@@ -3,6 +3,14 @@
 // choice again, also when a test's assertion leaves the scope early.
 #include <recur/core/blas.hpp>
 #include <recur/core/repeated_gemm.hpp>
+#include <recur/core/tile_team.hpp>
+
+// A test that needs a product's tiles shared with a helper: where this thread may run on one
+// CPU only (OMP_PROC_BIND=true, taskset), the team shares with none, by design.
+#define SKIP_UNLESS_TILES_CAN_BE_SHARED()                                                        \
+  if (recur::parallel::tile_team_cpus() < 2)                                                     \
+  GTEST_SKIP() << "this thread may run on one CPU only (its affinity: OMP_PROC_BIND, taskset), " \
+                  "so no helper shares its products' tiles"
 
 namespace recur::testing {
 

@@ -181,6 +181,7 @@ void expect_shared_tiles_bits_equal(Shape3 s, bool transposed, T beta) {
 
 TEST(RepeatedGemm, TilesSharedOverThreadsGiveOneThreadsBits) {
   SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
   const UseStepGemm use(StepGemm::libxsmm);
   for (const Shape3& s : std::vector<Shape3>{{32, 1024, 256}, {8, 200, 400}, {16, 64, 1024}})
     for (bool transposed : {false, true}) {
@@ -285,6 +286,7 @@ void expect_layers_agree(StepGemm which, DType dtype, double tolerance) {
 // tiles shared over threads as on one thread, values and every gradient.
 TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
   SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
   const UseStepGemm use(StepGemm::libxsmm);
   auto train = [](const std::string& cell, blas::StepSplit split) {
     const testing::UseStepSplit use(split, 2);  // OpenBLAS's whole-sequence products on two threads either way

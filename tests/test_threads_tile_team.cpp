@@ -10,6 +10,8 @@
 
 #include <recur/core/tile_team.hpp>
 
+#include "step_gemm_scope.hpp"
+
 namespace recur {
 namespace {
 
@@ -62,6 +64,7 @@ TEST(TileTeam, TwoCallersAtOnce) {
 // With tiles long enough for a helper to wake, some run on another thread than the caller's,
 // and the team has started a helper.
 TEST(TileTeam, HelpersTakeTiles) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
   const std::thread::id caller = std::this_thread::get_id();
   bool helped = false;
   for (int round = 0; round < 200 && !helped; ++round) {
@@ -81,6 +84,7 @@ TEST(TileTeam, HelpersTakeTiles) {
 // alone; products that do not back off are still shared. (A loaded machine can keep the
 // helper from waking in time, or hold the caller off instead: tried again.)
 TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
   struct Forget {  // before and after, also when an assertion leaves early
     Forget() { parallel::detail::forget_back_off(); }
     ~Forget() { parallel::detail::forget_back_off(); }
