@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -188,15 +189,44 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-// Values to the bit; gradients within 1e-12 relative: the captured step takes a weight's
-// gradient over many steps' rows at once and merges products, which sums in another order.
+// Whether OpenBLAS gives each row of a float64 product the same bits whatever the number of
+// rows multiplied with it: then a captured loop's input product over every step's rows equals
+// each step's own product to the bit. Its kernels for this CPU do; those it runs on CPUs of
+// before about 2011 (OPENBLAS_CORETYPE=Core2, Penryn, Nehalem, Atom, Barcelona, Bobcat, Nano)
+// block the rows by their count, and the last bits of a row differ.
+bool rows_keep_their_bits() {
+  static const bool keep = [] {
+    Generator gen(11);
+    for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{21, 4, 20}, {12, 7, 16}, {9, 5, 33}}) {
+      const Tensor a = normal({m, k}, 0.0, 1.0, gen, DType::float64), w = normal({k, n}, 0.0, 1.0, gen, DType::float64);
+      const Tensor all = matmul(a, w);
+      for (std::int64_t rows = 1; rows < m; ++rows)
+        if (!testing::same_bytes(matmul(a.rows(0, rows), w), all.rows(0, rows))) return false;
+    }
+    return true;
+  }();
+  return keep;
+}
+
+// Values to the bit where the BLAS keeps a row's bits (rows_keep_their_bits), else within
+// 1e-12 relative, as the gradients always are: the captured step takes a weight's gradient
+// over many steps' rows at once and merges products, which sums in another order.
+constexpr double kGradientTolerance = 1e-12;
+double value_tolerance() { return rows_keep_their_bits() ? 0.0 : kGradientTolerance; }
+void expect_same_values(const Tensor& got, const Tensor& want, const std::string& what) {
+  if (rows_keep_their_bits()) {
+    EXPECT_TRUE(testing::same_bytes(got, want)) << what;
+  } else {
+    EXPECT_LE(relative_error(got, want), kGradientTolerance) << what << " (this BLAS's rows do not keep their bits)";
+  }
+}
 void expect_same(const CellRun& got, const CellRun& want, const std::string& what) {
   ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
   for (std::size_t j = 0; j < got.outputs.size(); ++j)
-    EXPECT_LE(relative_error(got.outputs[j], want.outputs[j]), 1e-14) << what << " output " << j;
+    EXPECT_LE(relative_error(got.outputs[j], want.outputs[j]), std::max(1e-14, value_tolerance())) << what << " output " << j;
   ASSERT_EQ(got.grads.size(), want.grads.size()) << what;
   for (std::size_t k = 0; k < got.grads.size(); ++k)
-    EXPECT_LE(relative_error(got.grads[k], want.grads[k]), 1e-12) << what << " gradient " << k;
+    EXPECT_LE(relative_error(got.grads[k], want.grads[k]), kGradientTolerance) << what << " gradient " << k;
 }
 
 // Merging products and fusing elementwise chains (both on by default): these tests run with
@@ -229,7 +259,8 @@ TEST(ScanCapture, CellsEqualTheRecordedPathAndAPlainLoop) {
       expect_same(captured, recorded, c.name + " captured vs recorded");
       expect_same(captured, unrolled(c), c.name + " captured vs a plain loop");
       for (std::size_t j = 0; j < captured.outputs.size(); ++j)
-        EXPECT_TRUE(testing::same_bytes(captured.outputs[j], recorded.outputs[j])) << c.name << " output " << j << (fuse ? " fused" : "") << (merge ? " merged" : "");
+        expect_same_values(captured.outputs[j], recorded.outputs[j],
+                           c.name + " output " + std::to_string(j) + (fuse ? " fused" : "") + (merge ? " merged" : ""));
     }
   }
 }
@@ -250,7 +281,7 @@ TEST(ScanCapture, PushedOutWorkInBlocksGivesTheRecordedResults) {
     expect_same(captured, recorded, c.name + " in blocks vs recorded");
     expect_same(captured, unrolled(c), c.name + " in blocks vs a plain loop");
     for (std::size_t j = 0; j < captured.outputs.size(); ++j)
-      EXPECT_TRUE(testing::same_bytes(captured.outputs[j], recorded.outputs[j])) << c.name << " output " << j;
+      expect_same_values(captured.outputs[j], recorded.outputs[j], c.name + " output " + std::to_string(j));
   }
   Tape tape;
   const CellCase c = cells()[0];  // lstm_merged: one input product per block
@@ -522,7 +553,7 @@ TEST(ScanCapture, WithoutGradientsTheValuesAreTheSame) {
       for (const Var& v : r.outputs) outs[pass].push_back(v.value());
     }
     for (std::size_t j = 0; j < outs[0].size(); ++j)
-      EXPECT_LE(relative_error(outs[0][j], outs[1][j]), 1e-14) << c.name;
+      EXPECT_LE(relative_error(outs[0][j], outs[1][j]), std::max(1e-14, value_tolerance())) << c.name;
   }
 }
 
