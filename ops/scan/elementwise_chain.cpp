@@ -50,6 +50,14 @@ std::int64_t block_size(std::int64_t total, std::int64_t period) {
   return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
 }
 
+// Elements of a block as a chain reads or writes them: contiguous from p (stride 0), or rows
+// of the chain's width, `stride` elements apart (a slot of columns of a wider input).
+template <class U>
+struct Run {
+  U* p = nullptr;
+  std::int64_t stride = 0;
+};
+
 // The inputs of a chain as each block reads them, and its instructions run over a block.
 // With `read` (backward), only the slots it flags are read: the others give nullptr.
 template <class T>
@@ -67,27 +75,29 @@ class ChainBlocks {
       else if (inputs[slot.input].numel() != total_) period_ = std::max(period_, inputs[slot.input].numel());
     }
     block_ = block_size(total_, period_);
-    // A broadcast input reads the same in every block (blocks start at whole periods); a
-    // slot of columns is gathered for each block (load). Their block-sized copies live in a
-    // thread's scratch: a chain runs at every step, and allocating them would cost more.
+    // A broadcast input reads the same in every block (blocks start at whole periods): its
+    // block-sized copy lives in a thread's scratch (a chain runs at every step, and
+    // allocating it would cost more). A slot of columns is read in place, row by row (strided).
     own_.assign(p.slots.size(), nullptr);
-    gathered_.assign(p.slots.size(), 0);
-    at_.assign(p.slots.size(), nullptr);
+    strided_.assign(p.slots.size(), 0);
+    auto strided = [&](std::size_t j) {
+      return p.slots[j].column >= 0 && !one_row(inputs[p.slots[j].input], total_, width_);
+    };
     std::size_t copies = 0;
     for (std::size_t j = 0; j < p.slots.size(); ++j)
-      copies += !skipped_[j] && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
+      copies += !skipped_[j] && !strided(j) && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
     T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
     for (std::size_t j = 0; j < p.slots.size(); ++j) {
       const ChainSlot& slot = p.slots[j];
       const Tensor& in = inputs[slot.input];
+      if (strided(j)) {
+        strided_[j] = 1;
+        continue;
+      }
       if (skipped_[j] || (slot.column < 0 && in.numel() == total_)) continue;
       T* own = own_[j] = next;
       next += block_;
       const T* x = in.data<T>();
-      if (slot.column >= 0 && !one_row(in, total_, width_)) {
-        gathered_[j] = 1;
-        continue;
-      }
       // Columns of a single row (a bias of every gate) are the same in every row; a broadcast
       // input repeats its n elements (the block is whole periods).
       const std::int64_t n = slot.column >= 0 ? width_ : in.numel();
@@ -110,69 +120,75 @@ class ChainBlocks {
     for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
   }
 
-  // Gathers the column slots' elements [begin, begin + n) (whole rows); a block of one row
-  // reads them in place (a chain of one row, a batch of one, copies nothing).
-  void load(std::int64_t begin, std::int64_t n) {
-    for (std::size_t j = 0; j < p_.slots.size(); ++j) {
-      if (!gathered_[j]) continue;
-      const ChainSlot& slot = p_.slots[j];
-      const Tensor& in = inputs_[slot.input];
+  // An operand's elements [begin, begin + n) (whole periods): `values(k)` gives instruction
+  // k's, contiguous; a slot of columns gives its first row's and the input's row stride.
+  template <class Values>
+  Run<const T> operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
+    if (!o.is_input) return {values(o.index)};
+    if (skipped_[o.index]) return {};
+    const ChainSlot& slot = p_.slots[o.index];
+    const Tensor& in = inputs_[slot.input];
+    if (strided_[o.index]) {
       const std::int64_t stride = in.shape().back();
-      const T* x = in.data<T>() + (begin / width_) * stride + slot.column;
-      if (n == width_) {
-        at_[j] = x;
-        continue;
-      }
-      for (std::int64_t row = 0; row < n / width_; ++row)
-        std::copy_n(x + row * stride, width_, own_[j] + row * width_);
-      at_[j] = own_[j];
+      return {in.data<T>() + (begin / width_) * stride + slot.column, stride};
     }
+    if (!own_[o.index]) return {in.data<T>() + begin};
+    return {own_[o.index]};
   }
 
-  // An operand's elements [begin, begin + n) (after load); `values(k)` gives instruction k's.
-  template <class Values>
-  const T* operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
-    if (!o.is_input) return values(o.index);
-    if (skipped_[o.index]) return nullptr;
-    if (gathered_[o.index]) return at_[o.index];
-    if (!own_[o.index]) return inputs_[p_.slots[o.index].input].data<T>() + begin;
-    return own_[o.index];
+  // f(row, len) over a block of n elements: once (0, n) when every run is contiguous, else
+  // once per row (row, width): a slot of columns is read and written in place, row by row.
+  template <class F>
+  void each_run(std::int64_t n, std::initializer_list<std::int64_t> strides, F&& f) const {
+    if (n == width_ || std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 0; })) {
+      f(0, n);
+      return;
+    }
+    for (std::int64_t row = 0; row < n / width_; ++row) f(row, width_);
+  }
+  // Run r's elements from row `row` of the block on.
+  template <class U>
+  U* at(const Run<U>& r, std::int64_t row) const {
+    return r.p ? r.p + row * (r.stride ? r.stride : width_) : nullptr;
   }
 
   // Every instruction's value over elements [begin, begin + n), into values(k).
   template <class Values>
   void run(std::int64_t begin, std::int64_t n, Values&& values) {
-    load(begin, n);
     for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values, values(k));
   }
-  // Instruction k's value over elements [begin, begin + n) (after load), into y.
+  // Instruction k's value over elements [begin, begin + n), into y.
   template <class Values>
   void run_instruction(std::size_t k, std::int64_t begin, std::int64_t n, Values&& values, T* y) const {
     const ChainInstruction& in = p_.code[k];
-    const T* a = operand(in.a, begin, values);
-    const T* b = unary(in.code) ? nullptr : operand(in.b, begin, values);
+    const Run<const T> ra = operand(in.a, begin, values);
+    const Run<const T> rb = unary(in.code) ? Run<const T>{} : operand(in.b, begin, values);
     const auto& kernels = nn::detail::kernels<T>();
     using recur::detail::ChainArith;
-    switch (in.code) {
-      case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, y, n); break;
-      case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, y, n); break;
-      case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, y, n); break;
-      case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, y, n); break;
-      case ChainCode::neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -a[i]; break;
-      case ChainCode::tanh: recur::detail::tanh_values(a, y, n); break;
-      case ChainCode::sigmoid: recur::detail::sigmoid_values(a, y, n); break;
-      case ChainCode::exp: for (std::int64_t i = 0; i < n; ++i) y[i] = std::exp(a[i]); break;
-      case ChainCode::relu: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= 0 ? T(0) : a[i]; break;
-    }
+    each_run(n, {ra.stride, rb.stride}, [&](std::int64_t row, std::int64_t len) {
+      const T* a = at(ra, row);
+      const T* b = at(rb, row);
+      T* const out = y + row * width_;
+      switch (in.code) {
+        case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, out, len); break;
+        case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, out, len); break;
+        case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, out, len); break;
+        case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, out, len); break;
+        case ChainCode::neg: for (std::int64_t i = 0; i < len; ++i) out[i] = -a[i]; break;
+        case ChainCode::tanh: recur::detail::tanh_values(a, out, len); break;
+        case ChainCode::sigmoid: recur::detail::sigmoid_values(a, out, len); break;
+        case ChainCode::exp: for (std::int64_t i = 0; i < len; ++i) out[i] = std::exp(a[i]); break;
+        case ChainCode::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] <= 0 ? T(0) : a[i]; break;
+      }
+    });
   }
 
  private:
   const ChainProgram& p_;
   std::span<const Tensor> inputs_;
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
-  boost::container::small_vector<T*, 32> own_;  // per slot: its repeats, or its gathered columns; nullptr: read in place
-  Flags gathered_;                               // per slot: its columns are gathered for each block
-  boost::container::small_vector<const T*, 32> at_;  // per gathered slot: the current block's columns (load)
+  boost::container::small_vector<T*, 32> own_;  // per slot: its repeats; nullptr: read in place
+  Flags strided_;                                // per slot: columns of a wider input, read in place row by row
   Flags skipped_;                                // per slot: not read (backward, a sum's operand)
 };
 
@@ -231,36 +247,57 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
   boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
   for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
   Flags written(n_code + n_slots, 0);
+  // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
+  // columns of every row), written in place: the first row's elements and the row stride.
+  // nullptr where slots sum their shares (a register of scratch, added after each block).
+  boost::container::small_vector<Run<T>, 32> in_place(n_slots), slot_reg(n_slots);
+  for (std::size_t j = 0; j < n_slots; ++j) {
+    const ChainSlot& slot = p.slots[j];
+    if (!needs[slot.input] || writes[slot.input] == Writes::sum) continue;
+    T* d = grads[slot.input].data<T>();
+    if (writes[slot.input] == Writes::whole) in_place[j] = {d};
+    else in_place[j] = {d + slot.column, inputs[slot.input].shape().back()};
+  }
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
       return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
     };
-    blocks.load(begin, n);
     for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
     std::fill(written.begin(), written.end(), 0);
-    // Register r: value r's gradient (r < n_code), or slot r - n_code's.
-    auto reg = [&](std::size_t r) { return regs + r * block; };
+    // Register r: value r's gradient (r < n_code), or slot r - n_code's: this block's
+    // elements of its input's gradient where it writes them in place.
+    for (std::size_t j = 0; j < n_slots; ++j) {
+      const Run<T>& d = in_place[j];
+      if (!d.p) slot_reg[j] = {regs + (n_code + j) * block};
+      else if (!d.stride) slot_reg[j] = {d.p + begin};
+      else slot_reg[j] = {d.p + (begin / width) * d.stride, n == width ? 0 : d.stride};
+    }
+    auto reg = [&](std::size_t r) { return r < n_code ? Run<T>{regs + r * block} : slot_reg[r - n_code]; };
     using Rule = recur::detail::ChainGrad;
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
         const std::size_t r = p.outputs[o];
-        kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r), n);
+        kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
         written[r] = 1;
       }
     for (std::size_t k = n_code; k-- > 0;) {
       if (!written[k]) continue;  // no gradient reached this value
       const ChainInstruction& in = p.code[k];
-      const T* gy = reg(k);
-      const T* y = value(k);
-      const T* a = blocks.operand(in.a, begin, value);
-      const T* b = unary(in.code) ? nullptr : blocks.operand(in.b, begin, value);
+      const T* gy = reg(k).p;
+      const Run<const T> y{value(k)};
+      const Run<const T> a = blocks.operand(in.a, begin, value);
+      const Run<const T> b = unary(in.code) ? Run<const T>{} : blocks.operand(in.b, begin, value);
       // Adds operand o's share of gy by `rule` (reading u and v) into its register, when it
       // wants a gradient.
-      auto add = [&](const ChainOperand& o, Rule rule, const T* u = nullptr, const T* v = nullptr) {
+      auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
         if (o.is_input && !needs[p.slots[o.index].input]) return;
         const std::size_t r = o.is_input ? n_code + o.index : o.index;
-        kernels.chain_grad_row(rule, written[r], gy, u, v, reg(r), n);
+        const Run<T> into = reg(r);
+        blocks.each_run(n, {u.stride, v.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+          kernels.chain_grad_row(rule, written[r], gy + row * width, blocks.at(u, row), blocks.at(v, row),
+                                 blocks.at(into, row), len);
+        });
         written[r] = 1;
       };
       switch (in.code) {
@@ -302,12 +339,9 @@ Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inpu
           for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
         continue;
       }
-      const T* g = reg(n_code + j);
-      if (how == Writes::whole) {
-        std::copy_n(g, n, d + begin);
-      } else if (how == Writes::tiled) {  // its columns of each row, written once
-        for (std::int64_t row = 0; row < n / width; ++row) std::copy_n(g + row * width, width, row0 + row * stride);
-      } else if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
+      if (how != Writes::sum) continue;  // written in place
+      const T* g = reg(n_code + j).p;
+      if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
           for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
       } else if (size == total) {  // whole, beside other slots of the same input
