@@ -93,6 +93,7 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   check_sizes(m, n, k, lda, ldb, ldc);
   detail::match_thread_count();
+  const detail::OneThreadForSmallProducts one_thread(m, n, k);
   constexpr auto cblas_gemm = [] {
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
     else return cblas_dgemm;
@@ -126,6 +127,17 @@ void match_thread_count() {
   if (n <= 0) return;
   const OpenmpThreads& omp = openmp_threads();
   if (omp.get && omp.get() != n) omp.set(n);
+}
+
+OneThreadForSmallProducts::OneThreadForSmallProducts(std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::int64_t mn = 0, mnk = 0;
+  if (__builtin_mul_overflow(m, n, &mn) || __builtin_mul_overflow(mn, k, &mnk) || mnk >= kOneThreadBelow) return;
+  const OpenmpThreads& omp = openmp_threads();
+  if (!omp.get || (restore_ = omp.get()) <= 1) return;
+  omp.set(1);
+}
+OneThreadForSmallProducts::~OneThreadForSmallProducts() {
+  if (restore_ > 1) openmp_threads().set(restore_);
 }
 }  // namespace detail
 
