@@ -1,7 +1,9 @@
 #pragma once
 // How an op is kept on the tape. An op is a small struct with
 //   `static constexpr std::string_view name;`
-//   `Tensor forward(const Tensor&...) const;`               (or `forward(std::span<const Tensor>)`)
+//   `Tensor forward(const Tensor&...) const;`               (or `forward(std::span<const Tensor>)`,
+//                                       and optionally `forward_list(const InputList<Tensor>&)`,
+//                                       which replays it on the inputs without copying them)
 //   `template <class V> Grads<V> backward(const BackwardArgs<V>&) const;`
 //   `OpAttributes attributes() const;`  its parameters by name (autodiff/op_attributes.hpp);
 //                                       an op without data members has none and may omit it
@@ -146,7 +148,9 @@ inline constexpr std::size_t kListArity = static_cast<std::size_t>(-1);
 // forward called on the inputs again, for an op of the given arity.
 template <class O, std::size_t Arity>
 Tensor replay_forward(const O& op, const InputList<Tensor>& in) {
-  if constexpr (Arity == kListArity) {
+  if constexpr (Arity == kListArity && requires { op.forward_list(in); }) {
+    return op.forward_list(in);  // takes the inputs where they are
+  } else if constexpr (Arity == kListArity) {
     boost::container::small_vector<Tensor, 8> values;
     for (std::size_t i = 0; i < in.size(); ++i) values.push_back(in[i]);
     return op.forward(std::span<const Tensor>(values.data(), values.size()));

@@ -63,7 +63,7 @@ struct Run {
 template <class T>
 class ChainBlocks {
  public:
-  ChainBlocks(const ChainProgram& p, std::span<const Tensor> inputs, const std::vector<std::uint8_t>* read = nullptr)
+  ChainBlocks(const ChainProgram& p, const InputList<Tensor>& inputs, const std::vector<std::uint8_t>* read = nullptr)
       : p_(p), inputs_(inputs), skipped_(p.slots.size(), 0) {
     if (read)
       for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
@@ -185,7 +185,7 @@ class ChainBlocks {
 
  private:
   const ChainProgram& p_;
-  std::span<const Tensor> inputs_;
+  InputList<Tensor> inputs_;
   std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
   boost::container::small_vector<T*, 32> own_;  // per slot: its repeats; nullptr: read in place
   Flags strided_;                                // per slot: columns of a wider input, read in place row by row
@@ -202,7 +202,7 @@ enum class Writes : std::uint8_t {
 // Per input, how its slots write its gradient (writes once, with no zeroing first and no
 // sum, where each element has exactly one slot).
 template <class T>
-boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p, std::span<const Tensor> inputs,
+boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p, const InputList<Tensor>& inputs,
                                                           std::int64_t width, std::int64_t total) {
   boost::container::small_vector<Writes, 8> writes(inputs.size(), Writes::sum);
   for (std::size_t in = 0; in < inputs.size(); ++in) {
@@ -229,8 +229,8 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
 // values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
 // input live in scratch; an input's gradient is written once per block.
 template <class T>
-Grads<Tensor> chain_backward(const ChainProgram& p, std::span<const Tensor> inputs, std::span<const T* const> values,
-                             std::span<const Tensor> out_grads, std::span<const std::uint8_t> needs) {
+Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
+                             const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
   ChainBlocks<T> blocks(p, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
@@ -484,6 +484,12 @@ struct ElementwiseChain {
   // outputs in their own buffers, so that a kept output does not hold the others); the
   // others, and every value without gradients, stay in a block's scratch.
   Tensor forward(std::span<const Tensor> inputs) const {
+    boost::container::small_vector<const Tensor*, 8> at;
+    for (const Tensor& t : inputs) at.push_back(&t);
+    return forward_list(InputList<Tensor>(at.data(), at.size()));
+  }
+  // forward on the inputs as a captured step replays them (the tape's values, not copied).
+  Tensor forward_list(const InputList<Tensor>& inputs) const {
     const ChainProgram& p = *program;
     const std::int64_t total = numel(p.shape);
     boost::container::small_vector<Tensor, 4> outs;
@@ -520,22 +526,21 @@ struct ElementwiseChain {
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {
     if constexpr (std::is_same_v<V, Tensor>) {
-      boost::container::small_vector<Tensor, 8> inputs, grads{a.grad};
-      for (std::size_t j = 0; j < a.inputs.size(); ++j) inputs.push_back(a.inputs[j]);
+      static const Tensor none;  // an output's gradient that did not reach the chain
+      boost::container::small_vector<const Tensor*, 4> grads{&a.grad};
       for (std::size_t o = 1; o < program->outputs.size(); ++o)
-        grads.push_back(o - 1 < a.more_grads.size() ? a.more_grads[o - 1] : Tensor());
+        grads.push_back(o - 1 < a.more_grads.size() ? &a.more_grads[o - 1] : &none);
       const bool remade = !saved;
       if (remade) {  // recorded without gradients, released, or dropped while kept: make the values now
         EnableGrad on;
-        forward(std::span<const Tensor>(inputs.data(), inputs.size()));
+        forward_list(a.inputs);
       }
       Grads<Tensor> input_grads = dispatch_floating(name, a.grad.dtype(), [&]<class T>() {
         const auto rows = value_rows<T>();
         boost::container::small_vector<const T*, 32> values(rows.begin(), rows.end());
         if (program->outputs_read[0]) values[program->outputs[0]] = a.output.template data<T>();
-        return chain_backward<T>(*program, std::span<const Tensor>(inputs.data(), inputs.size()),
-                                 std::span<const T* const>(values.data(), values.size()),
-                                 std::span<const Tensor>(grads.data(), grads.size()), a.needs);
+        return chain_backward<T>(*program, a.inputs, std::span<const T* const>(values.data(), values.size()),
+                                 InputList<Tensor>(grads.data(), grads.size()), a.needs);
       });
       if (remade) drop_saved();  // made for this pass only: held, they would add up over the loop
       return input_grads;
