@@ -20,6 +20,7 @@ struct Node {
   bool requires_grad = false;
   bool cut = false;               // gradients reaching this node are dropped (truncated BPTT)
   bool consumed = false;          // a backward without retain_graph ran this node's rule
+  bool dropped = false;           // its value was dropped as unread (Recompute::drop_unread)
   // k > 0: output k of the multi-output op at inputs[0] (record_outputs, autodiff/record.hpp);
   // no op of its own: backward hands its gradient to that op's rule.
   std::uint8_t output = 0;

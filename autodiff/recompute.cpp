@@ -94,8 +94,9 @@ void Recompute::drop_unread(std::uint32_t id) {
   Node& n = nodes_[id];
   if (!n.op || !n.value.defined()) return;  // a leaf cannot be replayed; a released value is gone already
   n.value = Tensor(nullptr, 0, n.value.shape(), n.value.dtype());
-  const auto at = std::lower_bound(dropped_.begin(), dropped_.end(), id);
-  if (at == dropped_.end() || *at != id) dropped_.insert(at, id);
+  if (n.dropped) return;
+  dropped_.insert(std::lower_bound(dropped_.begin(), dropped_.end(), id), id);
+  n.dropped = true;
 }
 
 // A dropped value read after all: its op runs again on its inputs, and it stays.
@@ -108,6 +109,7 @@ void Recompute::undrop(std::uint32_t id) {
   }
   n.value = n.op.replay(InputList<Tensor>(in.data(), in.size()));
   dropped_.erase(std::lower_bound(dropped_.begin(), dropped_.end(), id));
+  n.dropped = false;
 }
 
 Chain* Recompute::chain_of(std::uint32_t id) {

@@ -29,7 +29,7 @@ class Recompute {
 
   bool empty() const { return ranges_.empty() && chains_.empty() && dropped_.empty(); }
   // Whether node `id`'s value was dropped as unread (drop_unread), not released.
-  bool dropped(std::uint32_t id) const { return std::binary_search(dropped_.begin(), dropped_.end(), id); }
+  bool dropped(std::uint32_t id) const { return id < nodes_.size() && nodes_[id].dropped; }
   // Drops op node `id`'s buffer: its value becomes a Tensor of its shape and dtype, no elements.
   void drop_unread(std::uint32_t id);
   // Releases op nodes [begin, end) except `keep`. A range may enclose earlier ones (a
@@ -92,7 +92,7 @@ class Recompute {
   NodeStore& nodes_;
   std::vector<Range> ranges_;  // sorted by begin, disjoint
   std::vector<std::unique_ptr<Chain>> chains_;
-  std::vector<std::uint32_t> dropped_;  // sorted
+  std::vector<std::uint32_t> dropped_;  // sorted; each has Node::dropped set
 };
 
 }  // namespace recur::detail
