@@ -12,6 +12,7 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/indexing_detail.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/scan/elementwise_chain_detail.hpp>
 #include <recur/ops/scan/weight_grad_rows_detail.hpp>
 #include <recur/ops/shape.hpp>
 
@@ -61,6 +62,7 @@ class Rewriter {
     }
     const std::vector<std::vector<std::size_t>> groups =
         rewrite_switches().merge_products ? product_groups() : std::vector<std::vector<std::size_t>>{};
+    if (rewrite_switches().fuse_elementwise) find_fused_in_step();
     for (std::size_t k = 0; k < in_.ops.size(); ++k) {
       if (merged_into_.contains(k)) continue;  // an earlier op of its group made it
       if (const auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.front() == k; });
@@ -137,7 +139,7 @@ class Rewriter {
 
   // ---- placing each op -----------------------------------------------------------------
   void place(std::size_t k) {
-    const ValueRef at = place_op(in_.ops[k], dep_[first_[k]]);
+    const ValueRef at = fused_in_step_.contains(k) ? keep(in_.ops[k]) : place_op(in_.ops[k], dep_[first_[k]]);
     for (std::uint8_t o = 0; o < in_.ops[k].outputs; ++o) mapped_[first_[k] + o] = {at.kind, at.index, o};
   }
 
@@ -234,6 +236,39 @@ class Rewriter {
     return {Kind::local, static_cast<std::uint32_t>(out_.ops.size() - 1)};
   }
 
+  // ---- elementwise work on the sequences that a chain takes in ----------------------------
+  // An elementwise op on the sequences alone (x W + b) runs over every step at once, unless
+  // all that reads it stays in the step and fuses with it: the step's elementwise ops, or
+  // slices of it that only they read (split(x W + b), the gates of a GRU). In the step's chain
+  // it costs one more instruction on values in cache; pushed out, a pass over every step's
+  // rows, another for its gradient's sum, and a tape node per step for its row.
+  void find_fused_in_step() {
+    std::vector<std::vector<std::size_t>> readers(in_.ops.size());
+    for (std::size_t j = 0; j < in_.ops.size(); ++j)
+      for (const ValueRef& r : in_.ops[j].inputs)
+        if (r.kind == Kind::local) readers[r.index].push_back(j);
+    auto fuses_in_step = [&](std::size_t j) {
+      return in_.ops[j].outputs == 1 && dep_[first_[j]] == Dep::varying && chain_code(in_.ops[j].op.name());
+    };
+    auto returned = [&](std::size_t k) {
+      bool found = false;
+      for_each_result(in_, [&](const ValueRef& r) { found = found || (r.kind == Kind::local && r.index == k); });
+      return found;
+    };
+    for (std::size_t k = 0; k < in_.ops.size(); ++k) {
+      const StepOp& op = in_.ops[k];
+      if (op.outputs != 1 || dep_[first_[k]] != Dep::sequence || !op.op.elementwise() ||
+          !chain_code(op.op.name()) || readers[k].empty() || returned(k))
+        continue;
+      const bool taken_in = std::all_of(readers[k].begin(), readers[k].end(), [&](std::size_t j) {
+        if (fuses_in_step(j)) return true;
+        return in_.ops[j].op.name() == "slice" && !readers[j].empty() && !returned(j) &&
+               std::all_of(readers[j].begin(), readers[j].end(), fuses_in_step);
+      });
+      if (taken_in) fused_in_step_.insert(k);
+    }
+  }
+
   // ---- merging products ----------------------------------------------------------------
   // Groups (two or more, in program order) of plain products of one value with weights that
   // do not change, alike in transposition and inner size: each becomes one product.
@@ -318,6 +353,7 @@ class Rewriter {
   std::vector<std::size_t> updated_;
   std::unordered_map<std::size_t, Var> every_step_args_;
   std::unordered_set<std::size_t> merged_into_;
+  std::unordered_set<std::size_t> fused_in_step_;  // find_fused_in_step
 };
 
 std::atomic<bool> merge_switch{RewriteSwitches{}.merge_products}, fuse_switch{RewriteSwitches{}.fuse_elementwise};
