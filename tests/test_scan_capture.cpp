@@ -428,20 +428,28 @@ TEST(ScanCapture, SumsBeforeASplitRunInsideTheChain) {
   EXPECT_EQ(std::count(gru.begin(), gru.end(), "add"), 1 + 5 * kT) << "gru_by_hand unfused";
 }
 
-// h' = tanh(sigmoid(x) W + h U + b): sigmoid(x) reads the sequence alone and a product reads
-// it, so it runs once over every step before the loop (the product of its rows with W too),
-// and the cell equals its recorded step.
+// Elementwise work on the sequence alone runs once over every step before the loop unless a
+// chain takes it in: in h' = tanh(sigmoid(x) W + h U + b) a product reads sigmoid(x); in
+// h' = tanh(x W + b + h U) the step's chain (add, tanh) is too short to fuse, so x W + b
+// runs before the loop too. Both cells equal their recorded steps.
 StepResult squashed_input(S a) {
   return {tanh(matmul(sigmoid(a[0]), a[2]) + matmul(a[1], a[3]) + a[4])};
 }
-TEST(ScanCapture, ElementwiseWorkOnTheSequenceThatAProductReadsRunsBeforeTheLoop) {
+StepResult elman_bias_first(S a) { return {tanh(matmul(a[0], a[2]) + a[4] + matmul(a[1], a[3]))}; }
+TEST(ScanCapture, ElementwiseWorkOnTheSequenceRunsBeforeTheLoopUnlessAChainTakesItIn) {
   const FusingChains fusing(true);
-  const CellCase c{"squashed_input", {{kI, kH}, {kH, kH}, {kH}}, {{kB, kH}}, {kT, kB, kI}, squashed_input};
-  const std::vector<std::string> ops = step_ops(c);
-  EXPECT_EQ(std::count(ops.begin(), ops.end(), "sigmoid"), 1);
-  const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
-  EXPECT_TRUE(captured.capture.captured) << captured.capture.reason;
-  expect_same(captured, recorded, c.name);
+  const std::vector<Shape> params{{kI, kH}, {kH, kH}, {kH}};
+  const CellCase squashed{"squashed_input", params, {{kB, kH}}, {kT, kB, kI}, squashed_input};
+  const CellCase elman{"elman_bias_first", params, {{kB, kH}}, {kT, kB, kI}, elman_bias_first};
+  const std::vector<std::string> a = step_ops(squashed), b = step_ops(elman);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "sigmoid"), 1);
+  EXPECT_EQ(std::count(b.begin(), b.end(), "add"), 1 + kT);  // x W + b once, then + h U at each step
+  for (const CellCase& c : {squashed, elman}) {
+    const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
+    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+    EXPECT_EQ(captured.capture.fused_chains, 0) << c.name;
+    expect_same(captured, recorded, c.name);
+  }
 }
 
 // A sequence whose every use was pushed out of the loop (x W over all steps) is not indexed

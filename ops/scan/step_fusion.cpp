@@ -34,10 +34,18 @@ class Fuser {
   Fuser(StepProgram& p, const std::function<Shape(const ValueRef&)>& shape_of) : p_(p), shape_of_(shape_of) {}
 
   int operator()() {
-    for (const StepOp& op : p_.ops) op_shapes_.push_back(op.shape);  // rebuild moves the ops
-    find_groups();
+    decide();
     rebuild();
     return static_cast<int>(groups_.size());
+  }
+
+  // Per op: whether the chains would run it (a member, a slice read in place, a lifted op).
+  std::vector<std::uint8_t> fused_ops() {
+    decide();
+    std::vector<std::uint8_t> fused(p_.ops.size(), 0);
+    for (std::size_t k = 0; k < p_.ops.size(); ++k)
+      fused[k] = group_of_[k] >= 0 || absorbed_.contains(k) || lifted_.contains(k);
+    return fused;
   }
 
  private:
@@ -122,7 +130,10 @@ class Fuser {
     return read;
   }
 
-  void rebuild() {
+  // The chains, the slices they read in place and the ops lifted into them, before any op moves.
+  void decide() {
+    for (const StepOp& op : p_.ops) op_shapes_.push_back(op.shape);  // rebuild moves the ops
+    find_groups();
     // A chain none of whose values is read after it (dead code of the step) stays as it is.
     std::erase_if(groups_, [&](const std::vector<std::size_t>& g) {
       return std::none_of(g.begin(), g.end(), [&](std::size_t k) { return escapes(k, g); });
@@ -140,6 +151,9 @@ class Fuser {
           }
       lift_into(slices);
     }
+  }
+
+  void rebuild() {
     const std::vector<int>& group_of = group_of_;
     std::vector<std::vector<ValueRef>> mapped(p_.ops.size());  // per old op: its outputs' new refs
     auto map = [&](const ValueRef& r) { return r.kind == Kind::local ? mapped[r.index][r.output] : r; };
@@ -318,6 +332,10 @@ class Fuser {
 
 int fuse_elementwise(StepProgram& program, const std::function<Shape(const ValueRef&)>& shape_of) {
   return Fuser(program, shape_of)();
+}
+
+std::vector<std::uint8_t> ops_fused(StepProgram& program, const std::function<Shape(const ValueRef&)>& shape_of) {
+  return Fuser(program, shape_of).fused_ops();
 }
 
 }  // namespace recur::scan_engine::detail

@@ -75,7 +75,10 @@ class Rewriter {
     for (const ValueRef& r : in_.outputs) out_.outputs.push_back(map(r));
     for (const auto& [shared, value] : in_.updates) out_.updates.emplace_back(shared, map(value));
     for (const auto& [shared, value] : in_.implicit_updates) out_.implicit_updates.emplace_back(shared, map(value));
-    if (rewrite_switches().fuse_elementwise) counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return shape_in(out_, r); });
+    if (rewrite_switches().fuse_elementwise) {
+      push_out_unfused();
+      counts_.fused_chains = fuse_elementwise(out_, [this](const ValueRef& r) { return shape_in(out_, r); });
+    }
     return std::move(out_);
   }
 
@@ -267,6 +270,40 @@ class Rewriter {
       });
       if (taken_in) fused_in_step_.insert(k);
     }
+  }
+
+  // The ops find_fused_in_step kept in the step that no chain takes in after all (a chain
+  // too short to fuse): pushed out over every step, as place_op would have.
+  void push_out_unfused() {
+    if (fused_in_step_.empty()) return;
+    const std::vector<std::uint8_t> fused = ops_fused(out_, [this](const ValueRef& r) { return shape_in(out_, r); });
+    std::vector<std::size_t> kept;  // in descending order of their place in out_
+    for (std::size_t k : fused_in_step_) kept.push_back(k);
+    std::sort(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) { return a > b; });
+    for (std::size_t k : kept) {
+      const ValueRef at = mapped_[first_[k]];
+      if (fused[at.index]) continue;
+      const Var v = over_every_step(in_.ops[k]);
+      if (!v.defined()) continue;
+      ++counts_.pushed_out;
+      replace_local(at.index, {Kind::row, v.id()});
+      mapped_[first_[k]] = {Kind::row, v.id()};
+    }
+  }
+  // Removes out_'s op `index` (one output), its readers reading `with` instead.
+  void replace_local(std::uint32_t index, const ValueRef& with) {
+    auto fix = [&](ValueRef& r) {
+      if (r.kind != Kind::local) return;
+      if (r.index == index) r = with;
+      else if (r.index > index) --r.index;
+    };
+    out_.ops.erase(out_.ops.begin() + index);
+    for (StepOp& op : out_.ops)
+      for (ValueRef& r : op.inputs) fix(r);
+    for (ValueRef& r : out_.outputs) fix(r);
+    for (auto& u : out_.updates) fix(u.second);
+    for (auto& u : out_.implicit_updates) fix(u.second);
+    for (ValueRef& r : mapped_) fix(r);
   }
 
   // ---- merging products ----------------------------------------------------------------

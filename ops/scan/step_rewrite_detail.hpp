@@ -84,6 +84,9 @@ RewriteSwitches rewrite_switches();
 // Fuses the chains of elementwise ops of `program`; shape_of gives the shape of a value
 // that is not the program's own (an argument, an outer node, a row). Returns the chains made.
 int fuse_elementwise(StepProgram& program, const std::function<Shape(const ValueRef&)>& shape_of);
+// Per op of `program`, whether fuse_elementwise would run it inside a chain; `program` is
+// left as it is.
+std::vector<std::uint8_t> ops_fused(StepProgram& program, const std::function<Shape(const ValueRef&)>& shape_of);
 
 // Records the values the steps share on `tape` (before the loop's first step) and returns
 // the program each step replays; `blocks` (if given) receives the pushed-out work to record
