@@ -121,13 +121,7 @@ class Fuser {
     auto reads_k = [&](const ValueRef& r) { return r.kind == Kind::local && r.index == k; };
     for (std::size_t j = 0; j < p_.ops.size(); ++j)
       if (!inside(j) && std::any_of(p_.ops[j].inputs.begin(), p_.ops[j].inputs.end(), reads_k)) return true;
-    return is_result(k);
-  }
-  // Whether op k's value leaves the step (an output or an update).
-  bool is_result(std::size_t k) const {
-    bool read = false;
-    for_each_result(p_, [&](const ValueRef& r) { read = read || (r.kind == Kind::local && r.index == k); });
-    return read;
+    return op_is_result(p_, k);
   }
 
   // The chains, the slices they read in place and the ops lifted into them, before any op moves.

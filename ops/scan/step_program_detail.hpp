@@ -98,6 +98,16 @@ void for_each_result(const StepProgram& program, F&& f) {
   for (const auto& u : program.implicit_updates) f(u.second);
 }
 
+// Whether the value of the program's op k (an output of it) leaves the step: an output, or
+// the value of an update.
+inline bool op_is_result(const StepProgram& program, std::size_t k) {
+  bool found = false;
+  for_each_result(program, [&](const ValueRef& r) {
+    found = found || (r.kind == ValueRef::Kind::local && r.index == k);
+  });
+  return found;
+}
+
 // Where two programs differ, in words; nullopt when they are the same. `a` is the earlier
 // step's: an argument it read that was one node with others may be any of them in `b`.
 std::optional<std::string> difference(const StepProgram& a, const StepProgram& b);

@@ -253,19 +253,14 @@ class Rewriter {
     auto fuses_in_step = [&](std::size_t j) {
       return in_.ops[j].outputs == 1 && dep_[first_[j]] == Dep::varying && chain_code(in_.ops[j].op.name());
     };
-    auto returned = [&](std::size_t k) {
-      bool found = false;
-      for_each_result(in_, [&](const ValueRef& r) { found = found || (r.kind == Kind::local && r.index == k); });
-      return found;
-    };
     for (std::size_t k = 0; k < in_.ops.size(); ++k) {
       const StepOp& op = in_.ops[k];
       if (op.outputs != 1 || dep_[first_[k]] != Dep::sequence || !op.op.elementwise() ||
-          !chain_code(op.op.name()) || readers[k].empty() || returned(k))
+          !chain_code(op.op.name()) || readers[k].empty() || op_is_result(in_, k))
         continue;
       const bool taken_in = std::all_of(readers[k].begin(), readers[k].end(), [&](std::size_t j) {
         if (fuses_in_step(j)) return true;
-        return in_.ops[j].op.name() == "slice" && !readers[j].empty() && !returned(j) &&
+        return in_.ops[j].op.name() == "slice" && !readers[j].empty() && !op_is_result(in_, j) &&
                std::all_of(readers[j].begin(), readers[j].end(), fuses_in_step);
       });
       if (taken_in) fused_in_step_.insert(k);
