@@ -374,7 +374,7 @@ TEST(ScanCapture, ABatchOfOneRowGivesTheRecordedResults) {
 
 // Long rows in several blocks (H = 130, B = 17: blocks of 15 rows, then one of 2): the
 // merged LSTM, the GRU and a cell of every op a chain fuses (also at B = 3, H = 5) equal
-// their recorded steps.
+// their recorded steps and a plain loop of the same ops.
 TEST(ScanCapture, LongRowsGiveTheRecordedResults) {
   const FusingChains fusing(true);
   constexpr std::int64_t h = 130, b = 17;
@@ -388,6 +388,7 @@ TEST(ScanCapture, LongRowsGiveTheRecordedResults) {
     EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
     EXPECT_GE(captured.capture.fused_chains, 1) << c.name;
     expect_same(captured, recorded, c.name);
+    expect_same(captured, unrolled(c), c.name + " against a plain loop");
   }
 }
 
@@ -431,7 +432,7 @@ TEST(ScanCapture, SumsBeforeASplitRunInsideTheChain) {
 // Elementwise work on the sequence alone runs once over every step before the loop unless a
 // chain takes it in: in h' = tanh(sigmoid(x) W + h U + b) a product reads sigmoid(x); in
 // h' = tanh(x W + b + h U) the step's chain (add, tanh) is too short to fuse, so x W + b
-// runs before the loop too. Both cells equal their recorded steps.
+// runs before the loop too. Both cells equal their recorded steps and a plain loop.
 StepResult squashed_input(S a) {
   return {tanh(matmul(sigmoid(a[0]), a[2]) + matmul(a[1], a[3]) + a[4])};
 }
@@ -449,6 +450,7 @@ TEST(ScanCapture, ElementwiseWorkOnTheSequenceRunsBeforeTheLoopUnlessAChainTakes
     EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
     EXPECT_EQ(captured.capture.fused_chains, 0) << c.name;
     expect_same(captured, recorded, c.name);
+    expect_same(captured, unrolled(c), c.name + " against a plain loop");
   }
 }
 
