@@ -258,6 +258,21 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
     if (writes[slot.input] == Writes::whole) in_place[j] = {d};
     else in_place[j] = {d + slot.column, inputs[slot.input].shape().back()};
   }
+  // Registers that read another's gradient instead of copying it (ChainProgram::gradient_copy_of):
+  // a slot only where its input's gradient is summed over slots (one written in place is
+  // that gradient); an output no instruction reads takes the caller's gradient as it is.
+  auto lives = [&](std::size_t r) -> std::size_t {
+    const std::int32_t of = p.gradient_copy_of[r];
+    if (of < 0) return r;
+    if (r >= n_code) {
+      const std::uint16_t in = p.slots[r - n_code].input;
+      if (!needs[in] || writes[in] != Writes::sum) return r;
+    }
+    return static_cast<std::size_t>(of);
+  };
+  boost::container::small_vector<T*, 32> given(n_code, nullptr);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o)
+    if (out_grads[o].defined() && p.output_unread[o]) given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
@@ -273,12 +288,16 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
       else if (!d.stride) slot_reg[j] = {d.p + begin};
       else slot_reg[j] = {d.p + (begin / width) * d.stride, n == width ? 0 : d.stride};
     }
-    auto reg = [&](std::size_t r) { return r < n_code ? Run<T>{regs + r * block} : slot_reg[r - n_code]; };
+    auto reg = [&](std::size_t r) {
+      r = lives(r);
+      if (r >= n_code) return slot_reg[r - n_code];
+      return given[r] ? Run<T>{given[r] + begin} : Run<T>{regs + r * block};
+    };
     using Rule = recur::detail::ChainGrad;
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
         const std::size_t r = p.outputs[o];
-        kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
+        if (!given[r]) kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
         written[r] = 1;
       }
     for (std::size_t k = n_code; k-- > 0;) {
@@ -293,6 +312,10 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
       auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
         if (o.is_input && !needs[p.slots[o.index].input]) return;
         const std::size_t r = o.is_input ? n_code + o.index : o.index;
+        if (lives(r) != r) {  // its one share is gy itself, read where it is
+          written[r] = 1;
+          return;
+        }
         const Run<T> into = reg(r);
         blocks.each_run(n, {u.stride, v.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
           kernels.chain_grad_row(rule, written[r], gy + row * width, blocks.at(u, row), blocks.at(v, row),
@@ -616,6 +639,31 @@ struct ElementwiseChain {
   }
 };
 
+// ChainProgram::gradient_copy_of and output_unread. Backward visits instructions last first,
+// so a reader names the register its own gradient lives in (itself, or the one it copies).
+void find_gradient_copies(ChainProgram& p) {
+  const std::size_t n_code = p.code.size();
+  auto reg = [&](const ChainOperand& o) { return o.is_input ? n_code + o.index : std::size_t{o.index}; };
+  std::vector<std::uint16_t> shares(n_code + p.slots.size(), 0);
+  for (std::uint16_t k : p.outputs) ++shares[k];
+  for (const ChainInstruction& in : p.code) {
+    ++shares[reg(in.a)];
+    if (!unary(in.code)) ++shares[reg(in.b)];
+  }
+  p.gradient_copy_of.assign(shares.size(), -1);
+  for (std::size_t k = n_code; k-- > 0;) {
+    const ChainInstruction& in = p.code[k];
+    const std::int32_t lives = p.gradient_copy_of[k] >= 0 ? p.gradient_copy_of[k] : static_cast<std::int32_t>(k);
+    auto copied_into = [&](const ChainOperand& o) {
+      if (shares[reg(o)] == 1) p.gradient_copy_of[reg(o)] = lives;
+    };
+    if (in.code == ChainCode::add || in.code == ChainCode::sub) copied_into(in.a);  // d(a ± b)/da = 1
+    if (in.code == ChainCode::add) copied_into(in.b);
+  }
+  p.output_unread.clear();
+  for (std::uint16_t k : p.outputs) p.output_unread.push_back(shares[k] == 1);  // read by none, listed once
+}
+
 }  // namespace
 
 recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program) {
@@ -632,6 +680,7 @@ recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program)
   program->outputs_read.clear();
   for (std::uint16_t k : program->outputs) program->outputs_read.push_back(read.values[k]);
   program->slots_read = std::move(read.slots);
+  find_gradient_copies(*program);
   return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain(std::move(program)));
 }
 

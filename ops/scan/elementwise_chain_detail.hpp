@@ -58,6 +58,13 @@ struct ChainProgram {
   // Values the backward reads but makes again per block instead (a tanh c' from the kept
   // values and inputs it is made of), with the values they are made from, in order.
   std::vector<std::uint16_t> recomputed;
+  // Per gradient register (values', then slots'): the register it reads instead of a copy of
+  // its own, where its only share is a copy of that register's gradient (an operand that only
+  // a sum, or a difference as its first operand, reads); -1 where it has its own. Such a
+  // register gets no other share, and the one it names none after their reader ran. Per
+  // output: whether no instruction reads it (backward reads its gradient where it is given).
+  std::vector<std::int32_t> gradient_copy_of;
+  std::vector<std::uint8_t> output_unread;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
