@@ -32,6 +32,11 @@ namespace {
 
 bool unary(ChainCode c) { return c >= ChainCode::neg; }
 
+// An operand's gradient register in backward: instruction values' first, then slots'.
+std::size_t register_of(const ChainOperand& o, std::size_t n_code) {
+  return o.is_input ? n_code + o.index : std::size_t{o.index};
+}
+
 // Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
 using Flags = boost::container::small_vector<std::uint8_t, 64>;
 
@@ -272,7 +277,8 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
   };
   boost::container::small_vector<T*, 32> given(n_code, nullptr);
   for (std::size_t o = 0; o < p.outputs.size(); ++o)
-    if (out_grads[o].defined() && p.output_unread[o]) given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
+    if (out_grads[o].defined() && p.output_not_operand[o])
+      given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
@@ -297,7 +303,8 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
         const std::size_t r = p.outputs[o];
-        if (!given[r]) kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
+        if (!given[r])
+          kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
         written[r] = 1;
       }
     for (std::size_t k = n_code; k-- > 0;) {
@@ -311,7 +318,7 @@ Grads<Tensor> chain_backward(const ChainProgram& p, const InputList<Tensor>& inp
       // wants a gradient.
       auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
         if (o.is_input && !needs[p.slots[o.index].input]) return;
-        const std::size_t r = o.is_input ? n_code + o.index : o.index;
+        const std::size_t r = register_of(o, n_code);
         if (lives(r) != r) {  // its one share is gy itself, read where it is
           written[r] = 1;
           return;
@@ -639,11 +646,11 @@ struct ElementwiseChain {
   }
 };
 
-// ChainProgram::gradient_copy_of and output_unread. Backward visits instructions last first,
-// so a reader names the register its own gradient lives in (itself, or the one it copies).
+// ChainProgram::gradient_copy_of and output_not_operand. Backward visits instructions last
+// first, so a reader names the register its own gradient lives in (itself, or the one it copies).
 void find_gradient_copies(ChainProgram& p) {
   const std::size_t n_code = p.code.size();
-  auto reg = [&](const ChainOperand& o) { return o.is_input ? n_code + o.index : std::size_t{o.index}; };
+  auto reg = [&](const ChainOperand& o) { return register_of(o, n_code); };
   std::vector<std::uint16_t> shares(n_code + p.slots.size(), 0);
   for (std::uint16_t k : p.outputs) ++shares[k];
   for (const ChainInstruction& in : p.code) {
@@ -660,8 +667,8 @@ void find_gradient_copies(ChainProgram& p) {
     if (in.code == ChainCode::add || in.code == ChainCode::sub) copied_into(in.a);  // d(a ± b)/da = 1
     if (in.code == ChainCode::add) copied_into(in.b);
   }
-  p.output_unread.clear();
-  for (std::uint16_t k : p.outputs) p.output_unread.push_back(shares[k] == 1);  // read by none, listed once
+  p.output_not_operand.clear();
+  for (std::uint16_t k : p.outputs) p.output_not_operand.push_back(shares[k] == 1);  // read by none, listed once
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ struct ChainProgram {
   // register gets no other share, and the one it names none after their reader ran. Per
   // output: whether no instruction reads it (backward reads its gradient where it is given).
   std::vector<std::int32_t> gradient_copy_of;
-  std::vector<std::uint8_t> output_unread;
+  std::vector<std::uint8_t> output_not_operand;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
