@@ -91,6 +91,7 @@ class TileTeam {
   }
   std::uint32_t jobs() const { return job_of(work_.load()); }
   std::uint64_t helper_tiles() const { return helper_tiles_.load(); }
+  void set_helpers_claim_first(bool on) { helpers_claim_first_.store(on); }
   void forget_back_off() {
     std::lock_guard lock(submit_);
     alone_until_ = last_held_ = {};
@@ -109,8 +110,9 @@ class TileTeam {
     if (!lock.owns_lock() || (back_off && backing_off())) return alone();
     while (helpers_ < want && !cannot_start_) {
       const int index = helpers_;
+      const std::uint32_t last_job = job_of(work_.load());  // the helper joins the next one, this caller's
       try {
-        std::thread([this, index] { help(index); }).detach();
+        std::thread([this, index, last_job] { help(index, last_job); }).detach();
         ++helpers_;
       } catch (const std::system_error&) {  // no more threads to be had: share with those there are
         cannot_start_ = true;
@@ -131,6 +133,7 @@ class TileTeam {
       bell_.notify_all();
     }
     const auto start = Clock::now();
+    if (helpers_claim_first_.load(std::memory_order_relaxed)) await_a_helper_claim(job, start);
     run_claimed(job, fn, context, nullptr);
     // The helpers' tiles in flight. Every tile is claimed by now, so no helper starts another.
     const auto own = Clock::now();
@@ -159,6 +162,15 @@ class TileTeam {
     alone_until_ = now + back_off_;
   }
 
+  // set_helpers_claim_first's wait: until job `job`'s first tile is claimed, for at most 10 s.
+  void await_a_helper_claim(std::uint32_t job, Clock::time_point start) const {
+    auto claimed = [&] {
+      const std::uint64_t w = work_.load(std::memory_order_acquire);
+      return job_of(w) != job || (w >> 16 & 0xffff) > 0;
+    };
+    while (!claimed() && Clock::now() - start < std::chrono::seconds(10)) std::this_thread::yield();
+  }
+
   bool backing_off() const { return alone_until_ > Clock::time_point() && Clock::now() < alone_until_; }
 
   // Claims and runs tiles of job `job` until none is left; counts them into `ran` (if given).
@@ -176,10 +188,9 @@ class TileTeam {
     }
   }
 
-  // Helper `index`: waits for a job, joins it if the job wants that many helpers (one that
-  // does not sleeps at once after it, rather than spin for the next).
-  void help(int index) {
-    std::uint32_t seen = job_of(work_.load());
+  // Helper `index`: waits for a job after `seen`, joins it if the job wants that many helpers
+  // (one that does not sleeps at once after it, rather than spin for the next).
+  void help(int index, std::uint32_t seen) {
     bool joined = true;
     for (;;) {
       await_job(seen, joined);
@@ -225,6 +236,7 @@ class TileTeam {
   std::atomic<std::uint32_t> bell_{0};
   std::atomic<unsigned> float_control_{0};
   std::atomic<std::uint64_t> helper_tiles_{0};  // tiles the helpers ran, for tests
+  std::atomic<bool> helpers_claim_first_{false};  // tests: set_helpers_claim_first
 };
 
 TileTeam& team() {
@@ -249,6 +261,7 @@ void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const 
 }
 
 void forget_back_off() { team().forget_back_off(); }
+void set_helpers_claim_first(bool on) { team().set_helpers_claim_first(on); }
 
 }  // namespace detail
 

@@ -18,6 +18,10 @@ using TileFn = void (*)(const void* context, std::int64_t tile) noexcept;
 void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context);
 // Forgets that helpers were held off (tests: each starts from a team that shares).
 void forget_back_off();
+// Tests: with `on`, a shared product's caller claims no tile before a helper has claimed one
+// (or 10 s passed), so that a test of shared bits sees a helper's tiles however loaded the
+// machine is. Off by default: callers never wait for a helper.
+void set_helpers_claim_first(bool on);
 }  // namespace detail
 
 // Calls tile(k) for every k in [0, tiles) on up to `threads` threads (the caller's among

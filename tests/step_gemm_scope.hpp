@@ -38,4 +38,14 @@ struct UseStepSplit {
   int threads_before;
 };
 
+// A shared product's caller waits for a helper to claim a tile before it claims any, for one
+// scope (parallel::detail::set_helpers_claim_first): with two CPU-bound test shards on two
+// cores, a helper may otherwise stay off its core for every product of a test.
+struct HelpersClaimFirst {
+  HelpersClaimFirst() { parallel::detail::set_helpers_claim_first(true); }
+  ~HelpersClaimFirst() { parallel::detail::set_helpers_claim_first(false); }
+  HelpersClaimFirst(const HelpersClaimFirst&) = delete;
+  HelpersClaimFirst& operator=(const HelpersClaimFirst&) = delete;
+};
+
 }  // namespace recur::testing

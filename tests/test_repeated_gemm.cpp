@@ -162,19 +162,16 @@ void expect_shared_tiles_bits_equal(Shape3 s, bool transposed, T beta) {
   };
   const std::vector<T> alone = run(blas::StepSplit::never, 1);
   for (int threads : {2, 3}) {
-    // Again until a helper ran some of the tiles (a helper started for a product joins the next).
+    // A helper claims each product's first tile, the caller the next free ones: tiles of
+    // both threads in every product of several tiles (one tile is always the caller's).
+    const testing::HelpersClaimFirst helpers_first;
     const std::uint64_t helped = parallel::tile_team_helper_tiles();
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      const std::vector<T> shared = run(blas::StepSplit::always, threads);
-      ASSERT_EQ(std::memcmp(shared.data(), alone.data(), alone.size() * sizeof(T)), 0)
-          << "m " << s.m << " n " << s.n << " k " << s.k << (transposed ? " B^T" : " B") << " beta " << beta
-          << " on " << threads << " threads";
-      if (parallel::tile_team_helper_tiles() > helped) break;
-    }
-    // Where a product takes long enough for a helper to wake (16 tiles of 1 MFLOP; a smaller
-    // one the caller may finish alone on a loaded machine, and one tile is always its own).
-    if (s.n >= 1024) {
-      EXPECT_GT(parallel::tile_team_helper_tiles(), helped) << "no helper ran a tile in 50 tries";
+    const std::vector<T> shared = run(blas::StepSplit::always, threads);
+    ASSERT_EQ(std::memcmp(shared.data(), alone.data(), alone.size() * sizeof(T)), 0)
+        << "m " << s.m << " n " << s.n << " k " << s.k << (transposed ? " B^T" : " B") << " beta " << beta << " on "
+        << threads << " threads";
+    if (s.n > 64) {  // tiles of 64 columns: more than one
+      EXPECT_GT(parallel::tile_team_helper_tiles(), helped) << "no helper ran a tile";
     }
   }
 }
@@ -292,24 +289,20 @@ TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
     const testing::UseStepSplit use(split, 2);  // OpenBLAS's whole-sequence products on two threads either way
     return train_step(cell, nn::RecurrentOptions{.input_size = 8, .hidden_size = 256}, {40, 16, 8});
   };
-  const std::uint64_t helped_before = parallel::tile_team_helper_tiles();
   for (const std::string cell : {"lstm", "gru", "rnn"}) {
     const std::uint32_t jobs = parallel::tile_team_jobs();
     const std::vector<Tensor> alone = train(cell, blas::StepSplit::never);
     EXPECT_EQ(parallel::tile_team_jobs(), jobs) << cell << ": no product may share its tiles";
-    // Again until a helper ran some of the tiles (the RNN's products, 12 us each, may all
-    // finish before a helper wakes on a loaded machine: required of the three together).
+    const testing::HelpersClaimFirst helpers_first;  // a helper's tiles in every shared product
     const std::uint64_t helped = parallel::tile_team_helper_tiles();
-    for (int attempt = 0; attempt < 50 && parallel::tile_team_helper_tiles() == helped; ++attempt) {
-      const std::vector<Tensor> shared = train(cell, blas::StepSplit::always);
-      ASSERT_EQ(shared.size(), alone.size());
-      for (std::size_t i = 0; i < shared.size(); ++i) {
-        ASSERT_EQ(shared[i].nbytes(), alone[i].nbytes());
-        ASSERT_EQ(std::memcmp(shared[i].raw_data(), alone[i].raw_data(), alone[i].nbytes()), 0) << cell << " value " << i;
-      }
+    const std::vector<Tensor> shared = train(cell, blas::StepSplit::always);
+    ASSERT_EQ(shared.size(), alone.size());
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      ASSERT_EQ(shared[i].nbytes(), alone[i].nbytes());
+      ASSERT_EQ(std::memcmp(shared[i].raw_data(), alone[i].raw_data(), alone[i].nbytes()), 0) << cell << " value " << i;
     }
+    EXPECT_GT(parallel::tile_team_helper_tiles(), helped) << cell << ": no helper ran a tile";
   }
-  EXPECT_GT(parallel::tile_team_helper_tiles(), helped_before) << "no helper ran a tile in any layer's training steps";
 }
 
 // float64, S-like sizes so that libxsmm runs.
