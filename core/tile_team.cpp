@@ -132,8 +132,8 @@ class TileTeam {
       bell_.fetch_add(1);
       bell_.notify_all();
     }
+    if (helpers_claim_first_.load(std::memory_order_relaxed)) await_a_helper_claim(job);
     const auto start = Clock::now();
-    if (helpers_claim_first_.load(std::memory_order_relaxed)) await_a_helper_claim(job, start);
     run_claimed(job, fn, context, nullptr);
     // The helpers' tiles in flight. Every tile is claimed by now, so no helper starts another.
     const auto own = Clock::now();
@@ -163,7 +163,8 @@ class TileTeam {
   }
 
   // set_helpers_claim_first's wait: until job `job`'s first tile is claimed, for at most 10 s.
-  void await_a_helper_claim(std::uint32_t job, Clock::time_point start) const {
+  void await_a_helper_claim(std::uint32_t job) const {
+    const auto start = Clock::now();
     auto claimed = [&] {
       const std::uint64_t w = work_.load(std::memory_order_acquire);
       return job_of(w) != job || (w >> 16 & 0xffff) > 0;

@@ -61,34 +61,41 @@ TEST(TileTeam, TwoCallersAtOnce) {
   other.join();
 }
 
-// With tiles long enough for a helper to wake, some run on another thread than the caller's,
-// and the team has started a helper.
+// A helper takes tiles: left to the timing, where tiles are long enough for it to wake (a
+// loaded machine may keep it off its core for many products: tried for up to 10 s); and in
+// every product where the caller waits for it (set_helpers_claim_first, as the shared-bits
+// tests run).
 TEST(TileTeam, HelpersTakeTiles) {
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
   const std::thread::id caller = std::this_thread::get_id();
-  bool helped = false;
-  for (int round = 0; round < 200 && !helped; ++round) {
+  auto tiles_elsewhere = [&] {
     std::atomic<int> elsewhere{0};
     parallel::for_each_tile(16, 2, [&](std::int64_t) {
       work_for(std::chrono::microseconds(50));
       if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
     }, /*back_off=*/false);
-    helped = elsewhere.load() > 0;
-  }
-  EXPECT_TRUE(helped) << "no tile ran on a helper in 200 products of 16 tiles of 50 us";
+    return elsewhere.load();
+  };
+  bool helped = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!helped && std::chrono::steady_clock::now() < until) helped = tiles_elsewhere() > 0;
+  EXPECT_TRUE(helped) << "no tile ran on a helper in 10 s of products of 16 tiles of 50 us";
   EXPECT_GE(parallel::tile_team_helpers(), 1);
+  const testing::HelpersClaimFirst helpers_first;
+  for (int round = 0; round < 20; ++round) EXPECT_GT(tiles_elsewhere(), 0) << "product " << round;
 }
 
-// A helper held off for milliseconds mid-tile (here: its tile takes 20 ms, the caller's 3 ms,
-// time for a sleeping helper to wake and take the other tile) makes the next products run
-// alone; products that do not back off are still shared. (A loaded machine can keep the
-// helper from waking in time, or hold the caller off instead: tried again.)
+// A helper held off for milliseconds mid-tile (here: the helper claims the first tile, which
+// takes 20 ms, and the caller the other, 3 ms) makes the next products run alone; products
+// that do not back off are still shared. (A loaded machine can hold the caller off instead:
+// tried again.)
 TEST(TileTeam, AHelperHeldOffMakesTheNextProductsRunAlone) {
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
   struct Forget {  // before and after, also when an assertion leaves early
     Forget() { parallel::detail::forget_back_off(); }
     ~Forget() { parallel::detail::forget_back_off(); }
   } forget;
+  const testing::HelpersClaimFirst helpers_first;  // the helper takes its slow tile however loaded the machine
   const std::thread::id caller = std::this_thread::get_id();
   bool backed_off = false;
   for (int round = 0; round < 100 && !backed_off; ++round) {
