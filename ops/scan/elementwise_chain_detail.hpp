@@ -43,6 +43,12 @@ struct ChainInstruction {
   ChainCode code;
   ChainOperand a, b;  // b unused by unary codes
 };
+inline bool unary(ChainCode c) { return c >= ChainCode::neg; }
+
+// An operand's gradient register in backward: instruction values' first, then slots'.
+inline std::size_t register_of(const ChainOperand& o, std::size_t n_code) {
+  return o.is_input ? n_code + o.index : std::size_t{o.index};
+}
 
 struct ChainProgram {
   std::vector<ChainSlot> slots;  // what ChainOperand::index names for an input operand

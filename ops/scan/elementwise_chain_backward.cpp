@@ -1,0 +1,207 @@
+// The elementwise chain's backward on values (elementwise_chain_backward_detail.hpp).
+#include <recur/ops/scan/elementwise_chain_backward_detail.hpp>
+
+#include <algorithm>
+
+#include <recur/core/creation.hpp>
+#include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
+
+namespace recur::scan_engine::detail::chain {
+namespace {
+
+// How an input's gradient is written by its slots.
+enum class Writes : std::uint8_t {
+  sum,    // zeroed first, every slot adds its share
+  whole,  // one slot reads the whole input: it writes every element once
+  tiled,  // its slots are columns that tile its rows (a gate each): each writes its columns once
+};
+
+// Per input, how its slots write its gradient (writes once, with no zeroing first and no
+// sum, where each element has exactly one slot).
+template <class T>
+boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p, const InputList<Tensor>& inputs,
+                                                          std::int64_t width, std::int64_t total) {
+  boost::container::small_vector<Writes, 8> writes(inputs.size(), Writes::sum);
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    // Tiled: n slots, each a whole row's columns [c w, c w + w) for a distinct c < n, n w the row.
+    std::uint64_t seen = 0;
+    std::int64_t n = 0;
+    bool tiles = width > 0, whole = false;
+    for (const ChainSlot& slot : p.slots) {
+      if (slot.input != in) continue;
+      ++n;
+      whole = slot.column < 0 && inputs[in].numel() == total;
+      tiles = tiles && slot.column >= 0 && slot.column % width == 0 && slot.column / width < 64 &&
+              (seen >> (slot.column / width) & 1U) == 0 && !ChainBlocks<T>::one_row(inputs[in], total, width);
+      if (tiles) seen |= std::uint64_t{1} << (slot.column / width);
+    }
+    if (n == 1 && whole) writes[in] = Writes::whole;
+    else if (tiles && n > 0 && n * width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1))
+      writes[in] = Writes::tiled;
+  }
+  return writes;
+}
+
+}  // namespace
+
+// The chain's backward on values: its rules per element, block by block, reading the
+// values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
+// input live in scratch; an input's gradient is written once per block.
+template <class T>
+Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
+                       const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
+  ChainBlocks<T> blocks(p, inputs, &p.slots_read);
+  const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
+  const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
+  Grads<Tensor> grads(inputs.size());
+  const auto writes = gradient_writes<T>(p, inputs, width, total);
+  for (std::size_t in = 0; in < inputs.size(); ++in)
+    if (needs[in])
+      grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
+                                            : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
+  T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
+  const auto& kernels = nn::detail::kernels<T>();
+  // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
+  T* const remade = scratch<T>(0, p.recomputed.size() * static_cast<std::size_t>(block));
+  boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
+  for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
+  Flags written(n_code + n_slots, 0);
+  // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
+  // columns of every row), written in place: the first row's elements and the row stride.
+  // nullptr where slots sum their shares (a register of scratch, added after each block).
+  boost::container::small_vector<Run<T>, 32> in_place(n_slots), slot_reg(n_slots);
+  for (std::size_t j = 0; j < n_slots; ++j) {
+    const ChainSlot& slot = p.slots[j];
+    if (!needs[slot.input] || writes[slot.input] == Writes::sum) continue;
+    T* d = grads[slot.input].data<T>();
+    if (writes[slot.input] == Writes::whole) in_place[j] = {d};
+    else in_place[j] = {d + slot.column, inputs[slot.input].shape().back()};
+  }
+  // Registers that read another's gradient instead of copying it (ChainProgram::gradient_copy_of):
+  // a slot only where its input's gradient is summed over slots (one written in place is
+  // that gradient); an output no instruction reads takes the caller's gradient as it is.
+  auto lives = [&](std::size_t r) -> std::size_t {
+    const std::int32_t of = p.gradient_copy_of[r];
+    if (of < 0) return r;
+    if (r >= n_code) {
+      const std::uint16_t in = p.slots[r - n_code].input;
+      if (!needs[in] || writes[in] != Writes::sum) return r;
+    }
+    return static_cast<std::size_t>(of);
+  };
+  boost::container::small_vector<T*, 32> given(n_code, nullptr);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o)
+    if (out_grads[o].defined() && p.output_not_operand[o])
+      given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
+  blocks.each_block([&](std::int64_t begin, std::int64_t n) {
+    auto value = [&](std::size_t k) -> const T* {
+      if (values[k]) return values[k] + begin;
+      return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
+    };
+    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
+    std::fill(written.begin(), written.end(), 0);
+    // Register r: value r's gradient (r < n_code), or slot r - n_code's: this block's
+    // elements of its input's gradient where it writes them in place.
+    for (std::size_t j = 0; j < n_slots; ++j) {
+      const Run<T>& d = in_place[j];
+      if (!d.p) slot_reg[j] = {regs + (n_code + j) * block};
+      else if (!d.stride) slot_reg[j] = {d.p + begin};
+      else slot_reg[j] = {d.p + (begin / width) * d.stride, n == width ? 0 : d.stride};
+    }
+    auto reg = [&](std::size_t r) {
+      r = lives(r);
+      if (r >= n_code) return slot_reg[r - n_code];
+      return given[r] ? Run<T>{given[r] + begin} : Run<T>{regs + r * block};
+    };
+    using Rule = recur::detail::ChainGrad;
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+      if (out_grads[o].defined()) {
+        const std::size_t r = p.outputs[o];
+        if (!given[r])
+          kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
+        written[r] = 1;
+      }
+    for (std::size_t k = n_code; k-- > 0;) {
+      if (!written[k]) continue;  // no gradient reached this value
+      const ChainInstruction& in = p.code[k];
+      const T* gy = reg(k).p;
+      const Run<const T> y{value(k)};
+      const Run<const T> a = blocks.operand(in.a, begin, value);
+      const Run<const T> b = unary(in.code) ? Run<const T>{} : blocks.operand(in.b, begin, value);
+      // Adds operand o's share of gy by `rule` (reading u and v) into its register, when it
+      // wants a gradient.
+      auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
+        if (o.is_input && !needs[p.slots[o.index].input]) return;
+        const std::size_t r = register_of(o, n_code);
+        if (lives(r) != r) {  // its one share is gy itself, read where it is
+          written[r] = 1;
+          return;
+        }
+        const Run<T> into = reg(r);
+        blocks.each_run(n, {u.stride, v.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+          kernels.chain_grad_row(rule, written[r], gy + row * width, blocks.at(u, row), blocks.at(v, row),
+                                 blocks.at(into, row), len);
+        });
+        written[r] = 1;
+      };
+      switch (in.code) {
+        case ChainCode::add:
+          add(in.a, Rule::copy);
+          add(in.b, Rule::copy);
+          break;
+        case ChainCode::sub:
+          add(in.a, Rule::copy);
+          add(in.b, Rule::negate);
+          break;
+        case ChainCode::mul:
+          add(in.a, Rule::times, b);
+          add(in.b, Rule::times, a);
+          break;
+        case ChainCode::div:  // d(a/b) = g/b, -g y/b
+          add(in.a, Rule::divide, b);
+          add(in.b, Rule::divisor, y, b);
+          break;
+        case ChainCode::neg: add(in.a, Rule::negate); break;
+        case ChainCode::tanh: add(in.a, Rule::tanh, y); break;
+        case ChainCode::sigmoid: add(in.a, Rule::sigmoid, y); break;
+        case ChainCode::exp: add(in.a, Rule::times, y); break;
+        case ChainCode::relu: add(in.a, Rule::relu, a); break;
+      }
+    }
+    for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
+      const ChainSlot& slot = p.slots[j];
+      if (!needs[slot.input]) continue;
+      T* d = grads[slot.input].data<T>();
+      const Tensor& in = inputs[slot.input];
+      const std::int64_t size = in.numel();
+      const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, total, width) ? 0 : in.shape().back();
+      T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
+      const Writes how = writes[slot.input];
+      if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
+        if (how == Writes::whole) std::fill_n(d + begin, n, T(0));
+        if (how == Writes::tiled)
+          for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
+        continue;
+      }
+      if (how != Writes::sum) continue;  // written in place
+      const T* g = reg(n_code + j).p;
+      if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
+        for (std::int64_t row = 0; row < n / width; ++row)
+          for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
+      } else if (size == total) {  // whole, beside other slots of the same input
+        for (std::int64_t i = 0; i < n; ++i) d[begin + i] += g[i];
+      } else {  // a broadcast input sums its repeats (n is whole periods)
+        for (std::int64_t row = 0; row < n; row += size)
+          for (std::int64_t i = 0; i < size; ++i) d[i] += g[row + i];
+      }
+    }
+  });
+  return grads;
+}
+
+template Grads<Tensor> backward<float>(const ChainProgram&, const InputList<Tensor>&, std::span<const float* const>,
+                                       const InputList<Tensor>&, std::span<const std::uint8_t>);
+template Grads<Tensor> backward<double>(const ChainProgram&, const InputList<Tensor>&, std::span<const double* const>,
+                                        const InputList<Tensor>&, std::span<const std::uint8_t>);
+
+}  // namespace recur::scan_engine::detail::chain

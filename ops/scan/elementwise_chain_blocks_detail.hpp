@@ -1,0 +1,181 @@
+#pragma once
+// Internal to the elementwise chain (elementwise_chain_detail.hpp): how its instructions run
+// over blocks of elements that stay in cache, reading each input in place, as a copy of a
+// block (a broadcast input), or row by row (a slot of columns of a merged product). The
+// forward (elementwise_chain.cpp) and the backward (elementwise_chain_backward.cpp) share it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include <recur/core/small_vector.hpp>
+#include <recur/core/tensor.hpp>
+#include <recur/autodiff/op_box.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_detail.hpp>
+#include <recur/ops/unary.hpp>
+
+namespace recur::scan_engine::detail::chain {
+
+// Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
+using Flags = boost::container::small_vector<std::uint8_t, 64>;
+
+// A thread's scratch of at least n elements of T, kept between calls: a chain runs once per
+// step, and a fresh buffer each time would cost more than its arithmetic.
+template <class T>
+inline T* scratch(std::size_t slot, std::size_t n) {
+  thread_local std::vector<T> buffers[3];
+  std::vector<T>& b = buffers[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
+// Elements per block: whole periods of the broadcast inputs, about 2048 elements.
+inline std::int64_t block_size(std::int64_t total, std::int64_t period) {
+  return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
+}
+
+// Elements of a block as a chain reads or writes them: contiguous from p (stride 0), or rows
+// of the chain's width, `stride` elements apart (a slot of columns of a wider input).
+template <class U>
+struct Run {
+  U* p = nullptr;
+  std::int64_t stride = 0;
+};
+
+// The inputs of a chain as each block reads them, and its instructions run over a block.
+// With `read` (backward), only the slots it flags are read: the others give nullptr.
+template <class T>
+class ChainBlocks {
+ public:
+  ChainBlocks(const ChainProgram& p, const InputList<Tensor>& inputs, const std::vector<std::uint8_t>* read = nullptr)
+      : p_(p), inputs_(inputs), skipped_(p.slots.size(), 0) {
+    if (read)
+      for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
+    total_ = numel(p.shape);
+    width_ = p.shape.empty() ? 1 : p.shape.back();
+    period_ = 1;
+    for (const ChainSlot& slot : p.slots) {
+      if (slot.column >= 0) period_ = std::max(period_, width_);  // blocks of whole rows
+      else if (inputs[slot.input].numel() != total_) period_ = std::max(period_, inputs[slot.input].numel());
+    }
+    block_ = block_size(total_, period_);
+    // A broadcast input reads the same in every block (blocks start at whole periods): its
+    // block-sized copy lives in a thread's scratch (a chain runs at every step, and
+    // allocating it would cost more). A slot of columns is read in place, row by row (strided).
+    own_.assign(p.slots.size(), nullptr);
+    strided_.assign(p.slots.size(), 0);
+    auto strided = [&](std::size_t j) {
+      return p.slots[j].column >= 0 && !one_row(inputs[p.slots[j].input], total_, width_);
+    };
+    std::size_t copies = 0;
+    for (std::size_t j = 0; j < p.slots.size(); ++j)
+      copies += !skipped_[j] && !strided(j) && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
+    T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
+    for (std::size_t j = 0; j < p.slots.size(); ++j) {
+      const ChainSlot& slot = p.slots[j];
+      const Tensor& in = inputs[slot.input];
+      if (strided(j)) {
+        strided_[j] = 1;
+        continue;
+      }
+      if (skipped_[j] || (slot.column < 0 && in.numel() == total_)) continue;
+      T* own = own_[j] = next;
+      next += block_;
+      const T* x = in.data<T>();
+      // Columns of a single row (a bias of every gate) are the same in every row; a broadcast
+      // input repeats its n elements (the block is whole periods).
+      const std::int64_t n = slot.column >= 0 ? width_ : in.numel();
+      if (slot.column >= 0) x += slot.column;
+      for (std::int64_t i = 0; i < block_; i += n) std::copy_n(x, std::min(n, block_ - i), own + i);
+    }
+  }
+  // A slot of columns of an input with one row, read again in every row of a chain of more
+  // (of a chain of one row, it is read as any other); total and width are the chain's
+  // elements and last size.
+  static bool one_row(const Tensor& in, std::int64_t total, std::int64_t width) {
+    return in.numel() == in.shape().back() && total != width;
+  }
+  std::int64_t total() const { return total_; }
+  std::int64_t block() const { return block_; }
+  std::int64_t width() const { return width_; }
+  // f(begin, n) for each block of elements [begin, begin + n), in order.
+  template <class F>
+  void each_block(F&& f) const {
+    for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
+  }
+
+  // An operand's elements [begin, begin + n) (whole periods): `values(k)` gives instruction
+  // k's, contiguous; a slot of columns gives its first row's and the input's row stride.
+  template <class Values>
+  Run<const T> operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
+    if (!o.is_input) return {values(o.index)};
+    if (skipped_[o.index]) return {};
+    const ChainSlot& slot = p_.slots[o.index];
+    const Tensor& in = inputs_[slot.input];
+    if (strided_[o.index]) {
+      const std::int64_t stride = in.shape().back();
+      return {in.data<T>() + (begin / width_) * stride + slot.column, stride};
+    }
+    if (!own_[o.index]) return {in.data<T>() + begin};
+    return {own_[o.index]};
+  }
+
+  // f(row, len) over a block of n elements: once (0, n) when every run is contiguous, else
+  // once per row (row, width): a slot of columns is read and written in place, row by row.
+  template <class F>
+  void each_run(std::int64_t n, std::initializer_list<std::int64_t> strides, F&& f) const {
+    if (n == width_ || std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 0; })) {
+      f(0, n);
+      return;
+    }
+    for (std::int64_t row = 0; row < n / width_; ++row) f(row, width_);
+  }
+  // Run r's elements from row `row` of the block on.
+  template <class U>
+  U* at(const Run<U>& r, std::int64_t row) const {
+    return r.p ? r.p + row * (r.stride ? r.stride : width_) : nullptr;
+  }
+
+  // Every instruction's value over elements [begin, begin + n), into values(k).
+  template <class Values>
+  void run(std::int64_t begin, std::int64_t n, Values&& values) {
+    for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values, values(k));
+  }
+  // Instruction k's value over elements [begin, begin + n), into y.
+  template <class Values>
+  void run_instruction(std::size_t k, std::int64_t begin, std::int64_t n, Values&& values, T* y) const {
+    const ChainInstruction& in = p_.code[k];
+    const Run<const T> ra = operand(in.a, begin, values);
+    const Run<const T> rb = unary(in.code) ? Run<const T>{} : operand(in.b, begin, values);
+    const auto& kernels = nn::detail::kernels<T>();
+    using recur::detail::ChainArith;
+    each_run(n, {ra.stride, rb.stride}, [&](std::int64_t row, std::int64_t len) {
+      const T* a = at(ra, row);
+      const T* b = at(rb, row);
+      T* const out = y + row * width_;
+      switch (in.code) {
+        case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, out, len); break;
+        case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, out, len); break;
+        case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, out, len); break;
+        case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, out, len); break;
+        case ChainCode::neg: for (std::int64_t i = 0; i < len; ++i) out[i] = -a[i]; break;
+        case ChainCode::tanh: recur::detail::tanh_values(a, out, len); break;
+        case ChainCode::sigmoid: recur::detail::sigmoid_values(a, out, len); break;
+        case ChainCode::exp: for (std::int64_t i = 0; i < len; ++i) out[i] = std::exp(a[i]); break;
+        case ChainCode::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] <= 0 ? T(0) : a[i]; break;
+      }
+    });
+  }
+
+ private:
+  const ChainProgram& p_;
+  InputList<Tensor> inputs_;
+  std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
+  boost::container::small_vector<T*, 32> own_;  // per slot: its repeats; nullptr: read in place
+  Flags strided_;                                // per slot: columns of a wider input, read in place row by row
+  Flags skipped_;                                // per slot: not read (backward, a sum's operand)
+};
+
+}  // namespace recur::scan_engine::detail::chain
