@@ -68,7 +68,8 @@ struct ChainProgram {
   // its own, where its only share is a copy of that register's gradient (an operand that only
   // a sum, or a difference as its first operand, reads); -1 where it has its own. Such a
   // register gets no other share, and the one it names none after their reader ran. Per
-  // output: whether no instruction reads it (backward reads its gradient where it is given).
+  // output: whether no instruction reads it and it is listed once (backward reads its
+  // gradient where it is given).
   std::vector<std::int32_t> gradient_copy_of;
   std::vector<std::uint8_t> output_not_operand;
 };
