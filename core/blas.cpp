@@ -113,6 +113,27 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, doub
   gemm_as(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+namespace {
+template <class T>
+void transpose_as(std::int64_t rows, std::int64_t cols, const T* a, std::int64_t lda, T* b, std::int64_t ldb) {
+  if (rows <= 0 || cols <= 0) return;
+  check_sizes(rows, cols, 1, lda, ldb, 1);
+  constexpr auto omatcopy = [] {
+    if constexpr (std::is_same_v<T, float>) return cblas_somatcopy;
+    else return cblas_domatcopy;
+  }();
+  omatcopy(CblasRowMajor, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(cols), T(1), a,
+           static_cast<blasint>(lda), b, static_cast<blasint>(ldb));
+}
+}  // namespace
+
+void transpose(std::int64_t rows, std::int64_t cols, const float* a, std::int64_t lda, float* b, std::int64_t ldb) {
+  transpose_as(rows, cols, a, lda, b, ldb);
+}
+void transpose(std::int64_t rows, std::int64_t cols, const double* a, std::int64_t lda, double* b, std::int64_t ldb) {
+  transpose_as(rows, cols, a, lda, b, ldb);
+}
+
 void set_num_threads(int n) {
   if (detail::blas_runs_on_openmp() && n > 0) thread_setting = n;
   openblas_set_num_threads(n);

@@ -132,8 +132,7 @@ bool RepeatedGemm<T>::use_libxsmm() {
   if (last_width > 0 && !(kernels->last = dispatch<T>(last_width, m, k, ld, lda_, ldc_, beta_))) return false;
   if (b_transposed_) {  // [n, k] to [k, n], once for the sequence
     b_columns_.resize(static_cast<std::size_t>(k * n));
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < k; ++i) b_columns_[static_cast<std::size_t>(i * n + j)] = b_[j * ldb_ + i];
+    transpose(n, k, b_, ldb_, b_columns_.data(), n);
   }
   kernels_ = std::move(kernels);
   return true;

@@ -1,0 +1,46 @@
+// blas::transpose (core/blas.hpp): B = A^T with row strides wider than the rows, against the
+// definition element by element, in both precisions; sizes of zero write nothing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <recur/core/blas.hpp>
+
+namespace recur {
+namespace {
+
+template <class T>
+void expect_transposed(std::int64_t rows, std::int64_t cols) {
+  const std::int64_t lda = cols + 3, ldb = rows + 5;
+  std::vector<T> a(static_cast<std::size_t>(rows * lda));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(i % 1009) - T(500);
+  const T untouched = T(-7.25);
+  std::vector<T> b(static_cast<std::size_t>(cols * ldb), untouched);
+  blas::transpose(rows, cols, a.data(), lda, b.data(), ldb);
+  for (std::int64_t i = 0; i < cols; ++i) {
+    for (std::int64_t j = 0; j < rows; ++j)
+      ASSERT_EQ(b[static_cast<std::size_t>(i * ldb + j)], a[static_cast<std::size_t>(j * lda + i)])
+          << rows << " x " << cols << ": B[" << i << ", " << j << "]";
+    for (std::int64_t j = rows; j < ldb; ++j)  // past each row of B: not written
+      ASSERT_EQ(b[static_cast<std::size_t>(i * ldb + j)], untouched) << rows << " x " << cols << " padding";
+  }
+}
+
+TEST(BlasTranspose, EqualsTheDefinition) {
+  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 1}, {1, 7}, {7, 1}, {3, 5}, {64, 64}, {1024, 256}, {130, 33}}) {
+    expect_transposed<float>(rows, cols);
+    expect_transposed<double>(rows, cols);
+  }
+}
+
+TEST(BlasTranspose, EmptyWritesNothing) {
+  std::vector<float> b(4, 1.5f);
+  blas::transpose(0, 3, static_cast<const float*>(nullptr), 3, b.data(), 1);
+  blas::transpose(2, 0, static_cast<const float*>(nullptr), 1, b.data(), 2);
+  for (float v : b) EXPECT_EQ(v, 1.5f);
+}
+
+}  // namespace
+}  // namespace recur
