@@ -4,7 +4,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include <dlfcn.h>
@@ -80,18 +82,19 @@ void apply_openblas_num_threads() {
 
 CBLAS_TRANSPOSE flag(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
-// Sizes past blasint's range would wrap around inside BLAS.
-void check_sizes(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
-  for (std::int64_t v : {m, n, k, lda, ldb, ldc})
+// Sizes past blasint's range would wrap around inside BLAS; `shape` says which call's they are.
+template <class... Parts>
+void check_sizes(std::string_view op, std::initializer_list<std::int64_t> sizes, const Parts&... shape) {
+  for (std::int64_t v : sizes)
     if (v > std::numeric_limits<blasint>::max())
-      fail<ShapeError>("gemm", "a dimension of ", v, " exceeds BLAS's integer range (m=", m, ", n=", n, ", k=", k, ")");
+      fail<ShapeError>(op, "a dimension of ", v, " exceeds BLAS's integer range (", shape..., ")");
 }
 
 // One body for both precisions: cblas_sgemm and cblas_dgemm take the same arguments.
 template <class T>
 void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
-  check_sizes(m, n, k, lda, ldb, ldc);
+  check_sizes("gemm", {m, n, k, lda, ldb, ldc}, "m=", m, ", n=", n, ", k=", k);
   detail::match_thread_count();
   const detail::OneThreadForSmallProducts one_thread(m, n, k);
   constexpr auto cblas_gemm = [] {
@@ -117,7 +120,7 @@ namespace {
 template <class T>
 void transpose_as(std::int64_t rows, std::int64_t cols, const T* a, std::int64_t lda, T* b, std::int64_t ldb) {
   if (rows <= 0 || cols <= 0) return;
-  check_sizes(rows, cols, 1, lda, ldb, 1);
+  check_sizes("transpose", {rows, cols, lda, ldb}, "rows=", rows, ", cols=", cols);
   constexpr auto omatcopy = [] {
     if constexpr (std::is_same_v<T, float>) return cblas_somatcopy;
     else return cblas_domatcopy;
