@@ -49,6 +49,8 @@ constexpr std::uint64_t pack(std::uint32_t job, std::int64_t next, std::int64_t 
   return std::uint64_t{job} << 32 | static_cast<std::uint64_t>(next) << 16 | static_cast<std::uint64_t>(tiles);
 }
 constexpr std::uint32_t job_of(std::uint64_t w) { return static_cast<std::uint32_t>(w >> 32); }
+constexpr std::int64_t next_of(std::uint64_t w) { return static_cast<std::int64_t>(w >> 16 & 0xffff); }
+constexpr std::int64_t tiles_of(std::uint64_t w) { return static_cast<std::int64_t>(w & 0xffff); }
 
 // The CPUs the calling thread may run on (helpers inherit its set), read once per thread.
 int usable_cpus() {
@@ -167,7 +169,7 @@ class TileTeam {
     const auto start = Clock::now();
     auto claimed = [&] {
       const std::uint64_t w = work_.load(std::memory_order_acquire);
-      return job_of(w) != job || (w >> 16 & 0xffff) > 0;
+      return job_of(w) != job || next_of(w) > 0;
     };
     while (!claimed() && Clock::now() - start < std::chrono::seconds(10)) std::this_thread::yield();
   }
@@ -179,8 +181,8 @@ class TileTeam {
     std::uint64_t w = work_.load(std::memory_order_acquire);
     for (;;) {
       if (job_of(w) != job) return;
-      const std::int64_t next = static_cast<std::int64_t>(w >> 16 & 0xffff), tiles = static_cast<std::int64_t>(w & 0xffff);
-      if (next >= tiles) return;
+      const std::int64_t next = next_of(w);
+      if (next >= tiles_of(w)) return;
       if (!work_.compare_exchange_weak(w, w + (std::uint64_t{1} << 16), std::memory_order_acq_rel)) continue;
       fn(context, next);
       if (ran) ran->fetch_add(1, std::memory_order_relaxed);
