@@ -5,8 +5,10 @@
 // OpenMP team that slept (OMP_WAIT_POLICY=PASSIVE), costs about what such a product saves;
 // helpers that spin for a while after each product are there for the next step's.
 //
-// The caller claims tiles from the same counter as the helpers: a helper that another process
-// holds off its core delays only the tile it is running, never the tiles it has not claimed.
+// The caller claims tiles from the front of the same range the helpers claim from the back: a
+// helper that another process holds off its core delays only the tile it is running, never
+// the tiles it has not claimed; on a quiet machine each thread runs nearly the same tiles at
+// every step, and finds their columns of the weights in its own core's cache.
 // Which thread runs a tile never changes its result. While another thread's product holds the
 // team, a caller runs all its tiles alone.
 #include <cstdint>

@@ -104,10 +104,16 @@ struct SigmoidF {
   }
   // The kernel clamps exp's argument, which leaves sigmoid(-inf) at 1e-308 instead of the
   // exact 0 that losses on infinite logits rely on: the far negative tail takes f.
+  // (Whether any x is that far is found first, by a loop the compiler vectorises: the loop
+  // that calls f cost as much as the kernel itself in a captured LSTM's chain.)
   template <class T> static void rows(const T* x, T* y, std::int64_t n) {
     nn::detail::kernels<T>().sigmoid_row(x, nullptr, y, n);
+    constexpr T far = -detail::MathTraits<T>::exp_hi;
+    int any_far = 0;
+    for (std::int64_t i = 0; i < n; ++i) any_far |= x[i] < far ? 1 : 0;
+    if (!any_far) return;
     for (std::int64_t i = 0; i < n; ++i)
-      if (x[i] < -detail::MathTraits<T>::exp_hi) y[i] = f(x[i]);
+      if (x[i] < far) y[i] = f(x[i]);
   }
   template <class V> static V df(const V& g, const V&, const V& y) { return mul(g, mul(y, sub(scalar_like(y, 1.0), y))); }
   template <class T> static T dfast(T g, T, T y) { return g * y * (T(1) - y); }

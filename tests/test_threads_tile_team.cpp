@@ -85,6 +85,29 @@ TEST(TileTeam, HelpersTakeTiles) {
   for (int round = 0; round < 20; ++round) EXPECT_GT(tiles_elsewhere(), 0) << "product " << round;
 }
 
+// The caller claims tiles from the front and helpers from the back, so that each thread runs
+// nearly the same tiles at every step (and keeps their weights in its core's cache): the
+// caller's tiles are a first run of tile numbers, a helper's the rest, with the last among them.
+TEST(TileTeam, CallerTakesTheFirstTilesAndHelpersTheLast) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
+  const testing::HelpersClaimFirst helpers_first;  // a helper's tiles in every product
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 20; ++round) {
+    constexpr std::int64_t kTiles = 16;
+    std::vector<std::atomic<int>> by_caller(kTiles);
+    parallel::for_each_tile(kTiles, 2, [&](std::int64_t k) {
+      work_for(std::chrono::microseconds(20));
+      by_caller[static_cast<std::size_t>(k)].store(std::this_thread::get_id() == caller ? 1 : 0);
+    }, /*back_off=*/false);
+    std::int64_t first_helped = 0;
+    while (first_helped < kTiles && by_caller[static_cast<std::size_t>(first_helped)].load() == 1) ++first_helped;
+    ASSERT_LT(first_helped, kTiles) << "product " << round << ": no helper ran the last tile";
+    for (std::int64_t k = first_helped; k < kTiles; ++k)
+      EXPECT_EQ(by_caller[static_cast<std::size_t>(k)].load(), 0)
+          << "product " << round << ": the caller ran tile " << k << " after a helper's tile " << first_helped;
+  }
+}
+
 // A helper held off for milliseconds mid-tile (here: the helper claims the first tile, which
 // takes 20 ms, and the caller the other, 3 ms) makes the next products run alone; products
 // that do not back off are still shared. (A loaded machine can hold the caller off instead:
