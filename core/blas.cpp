@@ -6,6 +6,8 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -13,6 +15,7 @@
 #include <strings.h>
 
 #include <recur/core/blas_kernel_detail.hpp>
+#include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/error.hpp>
 
@@ -101,11 +104,37 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
     if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
     else return cblas_dgemm;
   }();
-  cblas_gemm(CblasRowMajor, flag(ta), flag(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-             static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-             static_cast<blasint>(ldc));
+  const auto run = [&](bool t1, bool t2, std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
+                       const T* y, std::int64_t ldy, T* out, std::int64_t ldo) {
+    cblas_gemm(CblasRowMajor, flag(t1), flag(t2), static_cast<blasint>(rows), static_cast<blasint>(cols),
+               static_cast<blasint>(k), alpha, x, static_cast<blasint>(ldx), y, static_cast<blasint>(ldy), beta, out,
+               static_cast<blasint>(ldo));
+  };
+  if (!detail::runs_transposed(m, n, k, static_cast<double>(beta))) return run(ta, tb, m, n, a, lda, b, ldb, c, ldc);
+  // C^T = op(B)^T op(A)^T (blas_narrow_detail.hpp), then C = (C^T)^T.
+  const auto scratch = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * m));
+  run(!tb, !ta, n, m, b, ldb, a, lda, scratch.get(), m);
+  transpose(n, m, scratch.get(), m, c, ldc);
 }
 }  // namespace
+
+namespace {
+std::atomic<detail::NarrowTransposed> narrow_transposed{detail::NarrowTransposed::avx512};
+}
+
+void detail::set_narrow_transposed(NarrowTransposed which) { narrow_transposed = which; }
+
+bool detail::runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
+  if (beta != 0 || n > kNarrowColumns || m < kNarrowRowsPerColumn * n) return false;
+  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < static_cast<double>(kNarrowMinWork))
+    return false;
+  switch (narrow_transposed.load(std::memory_order_relaxed)) {
+    case NarrowTransposed::any: return true;
+    case NarrowTransposed::none: return false;
+    case NarrowTransposed::avx512: break;
+  }
+  return detail::is_avx512_core(openblas_get_corename());  // the kernel set now (the switch may change it)
+}
 
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {

@@ -1,0 +1,96 @@
+// Products with few columns (core/blas_narrow_detail.hpp): which run transposed, and that
+// both forms equal the definition, with row strides wider than the rows, in both precisions,
+// for every pair of transpose flags; beta = 1 keeps the direct form and adds to C.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <recur/core/blas.hpp>
+#include <recur/core/blas_kernel.hpp>
+#include <recur/core/blas_kernel_detail.hpp>
+#include <recur/core/blas_narrow_detail.hpp>
+
+namespace recur {
+namespace {
+
+using blas::detail::NarrowTransposed;
+using blas::detail::runs_transposed;
+
+struct NarrowScope {  // the default again after the test, also when an assertion leaves early
+  explicit NarrowScope(NarrowTransposed which) { blas::detail::set_narrow_transposed(which); }
+  ~NarrowScope() { blas::detail::set_narrow_transposed(NarrowTransposed::avx512); }
+};
+
+TEST(BlasNarrow, OnlyWideEnoughProductsOfFewColumnsRunTransposed) {
+  const bool avx512 = blas::detail::is_avx512_core(blas_info().core);
+  EXPECT_EQ(runs_transposed(3200, 64, 1024, 0.0), avx512) << "an LSTM's dX at M, on " << blas_info().core;
+  EXPECT_EQ(runs_transposed(1024, 64, 3200, 0.0), avx512) << "an LSTM's dW_ih at M";
+  const NarrowScope any(NarrowTransposed::any);
+  EXPECT_TRUE(runs_transposed(3200, 64, 1024, 0.0));
+  EXPECT_TRUE(runs_transposed(512, 16, 512, 0.0));    // m n k = 4M: the least work that does
+  EXPECT_FALSE(runs_transposed(512, 16, 511, 0.0));   // a little less
+  EXPECT_FALSE(runs_transposed(3200, 65, 1024, 0.0)); // too many columns
+  EXPECT_FALSE(runs_transposed(511, 64, 4096, 0.0));  // too few rows per column
+  EXPECT_FALSE(runs_transposed(3200, 64, 1024, 1.0)); // C is read: beta = 1
+  blas::detail::set_narrow_transposed(NarrowTransposed::none);
+  EXPECT_FALSE(runs_transposed(3200, 64, 1024, 0.0));
+}
+
+// C = alpha op(A) op(B) + beta C against the definition (in long double), and the padding
+// past each row of C untouched.
+template <class T>
+void expect_product(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T beta) {
+  const std::int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+  std::vector<T> a(static_cast<std::size_t>((ta ? k : m) * lda)), b(static_cast<std::size_t>((tb ? n : k) * ldb));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(static_cast<int>(i % 23) - 11) / T(8);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(static_cast<int>(i % 19) - 9) / T(16);
+  const T untouched = T(-7.25), alpha = T(0.5);
+  std::vector<T> c(static_cast<std::size_t>(m * ldc), untouched);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[static_cast<std::size_t>(i * ldc + j)] = static_cast<T>((i + 2 * j) % 7);
+  const std::vector<T> before = c;
+  blas::gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  auto at = [](const std::vector<T>& v, std::int64_t ld, bool t, std::int64_t i, std::int64_t j) {
+    return static_cast<long double>(v[static_cast<std::size_t>(t ? j * ld + i : i * ld + j)]);
+  };
+  const long double tolerance = std::is_same_v<T, float> ? 1e-5L : 1e-13L;
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double sum = 0, scale = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        sum += at(a, lda, ta, i, p) * at(b, ldb, tb, p, j);
+        scale += std::fabs(at(a, lda, ta, i, p) * at(b, ldb, tb, p, j));
+      }
+      const std::size_t e = static_cast<std::size_t>(i * ldc + j);
+      const long double want = alpha * sum + beta * static_cast<long double>(before[e]);
+      ASSERT_NEAR(static_cast<long double>(c[e]), want, tolerance * (scale + 1))
+          << "C[" << i << ", " << j << "] of " << m << " x " << n << " x " << k << ", ta " << ta << ", tb " << tb
+          << ", beta " << beta;
+    }
+    for (std::int64_t j = n; j < ldc; ++j)
+      ASSERT_EQ(c[static_cast<std::size_t>(i * ldc + j)], untouched) << "padding of row " << i;
+  }
+}
+
+TEST(BlasNarrow, BothFormsEqualTheDefinition) {
+  for (const NarrowTransposed which : {NarrowTransposed::any, NarrowTransposed::none}) {
+    const NarrowScope scope(which);
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{1024, 16, 256}, {640, 64, 128}, {700, 33, 300}}) {
+          SCOPED_TRACE(which == NarrowTransposed::any ? "transposed where the shape allows" : "direct");
+          ASSERT_TRUE(runs_transposed(m, n, k, 0.0) == (which == NarrowTransposed::any));
+          expect_product<float>(ta, tb, m, n, k, 0.0f);
+          expect_product<double>(ta, tb, m, n, k, 0.0);
+          expect_product<float>(ta, tb, m, n, k, 1.0f);  // beta = 1: direct either way
+          expect_product<double>(ta, tb, m, n, k, 1.0);
+        }
+  }
+}
+
+}  // namespace
+}  // namespace recur
