@@ -99,18 +99,39 @@ auto dispatch(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, 
 #endif
 }  // namespace
 
+namespace {
+double flops_of(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+// Whether a product of `flops` shares its tiles, if it runs on libxsmm.
+bool shares_tiles(double flops) {
+  const StepSplit split = step_split();
+  return flops >= kSplitFlops && split != StepSplit::never &&
+         (split == StepSplit::always || detail::blas_threads_sleep_when_idle());
+}
+// Whether a product of `flops` runs on libxsmm, if libxsmm makes a kernel for it.
+bool on_libxsmm(double flops) {
+  const StepGemm how = step_gemm();
+  return (how == StepGemm::automatic || how == StepGemm::libxsmm) && flops <= kMaxFlops;
+}
+}  // namespace
+
+template <class T>
+bool RepeatedGemm<T>::would_split(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const double flops = flops_of(m, n, k);
+  return libxsmm_built_in() && m > 0 && n > 0 && k > 0 && on_libxsmm(flops) && shares_tiles(flops);
+}
+
 template <class T>
 RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* b, std::int64_t ldb,
                               bool b_transposed, std::int64_t lda, std::int64_t ldc, T beta)
     : m_(m), n_(n), k_(k), ldb_(ldb), lda_(lda), ldc_(ldc), b_(b), b_transposed_(b_transposed), beta_(beta) {
   const StepGemm how = step_gemm();
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double flops = flops_of(m, n, k);
   const bool small = flops <= kMaxFlops;
-  const StepSplit split = step_split();
-  split_ = flops >= kSplitFlops && split != StepSplit::never &&
-           (split == StepSplit::always || detail::blas_threads_sleep_when_idle());
-  split_always_ = split == StepSplit::always;
-  if ((how == StepGemm::automatic || how == StepGemm::libxsmm) && small && use_libxsmm()) return;
+  split_ = shares_tiles(flops);
+  split_always_ = step_split() == StepSplit::always;
+  if (on_libxsmm(flops) && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
     if (how == StepGemm::onednn || (how == StepGemm::automatic && !small && detail::blas_runs_on_openmp()))
       onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta);

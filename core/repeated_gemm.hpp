@@ -61,6 +61,9 @@ class RepeatedGemm {
   const char* backend() const;
   // Whether its tiles are shared over recur's threads (parallel::for_each_tile).
   bool splits() const { return kernels_ && split_; }
+  // Whether a product of this shape would be made to share its tiles (libxsmm, large enough),
+  // before one is made: making one may make a oneDNN primitive, reordering B.
+  static bool would_split(std::int64_t m, std::int64_t n, std::int64_t k);
 
  private:
   struct Kernels;
