@@ -20,6 +20,7 @@
 #include <recur/core/error.hpp>
 
 #include <recur/core/openblas_cblas_detail.hpp>
+#include <recur/core/repeated_gemm.hpp>
 
 namespace recur::blas {
 namespace {
@@ -110,6 +111,15 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
                static_cast<blasint>(k), alpha, x, static_cast<blasint>(ldx), y, static_cast<blasint>(ldy), beta, out,
                static_cast<blasint>(ldo));
   };
+  if (!ta && alpha == T(1) && detail::runs_in_row_blocks<T>(m, n, k, static_cast<double>(beta))) {
+    // (blas_narrow_detail.hpp) Blocks of kRowBlock rows of A on one RepeatedGemm; the rest, fewer, here.
+    const std::int64_t blocks = m / detail::kRowBlock, block_rows = detail::kRowBlock;
+    const RepeatedGemm<T> block(block_rows, n, k, b, ldb, tb, lda, ldc, T(0));
+    for (std::int64_t i = 0; i < blocks; ++i) block(a + i * block_rows * lda, c + i * block_rows * ldc);
+    if (const std::int64_t rest = m - blocks * block_rows; rest > 0)
+      run(false, tb, rest, n, a + blocks * block_rows * lda, lda, b, ldb, c + blocks * block_rows * ldc, ldc);
+    return;
+  }
   if (!detail::runs_transposed(m, n, k, static_cast<double>(beta))) return run(ta, tb, m, n, a, lda, b, ldb, c, ldc);
   // C^T = op(B)^T op(A)^T (blas_narrow_detail.hpp), then C = (C^T)^T.
   const auto scratch = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * m));
@@ -123,6 +133,22 @@ std::atomic<detail::NarrowTransposed> narrow_transposed{detail::NarrowTransposed
 }
 
 void detail::set_narrow_transposed(NarrowTransposed which) { narrow_transposed = which; }
+
+namespace {
+std::atomic<detail::RowBlocks> row_blocks{detail::RowBlocks::automatic};
+}
+
+void detail::set_row_blocks(RowBlocks which) { row_blocks = which; }
+
+template <class T>
+bool detail::runs_in_row_blocks(std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
+  const RowBlocks when = row_blocks.load(std::memory_order_relaxed);
+  if (when == RowBlocks::never || (when == RowBlocks::automatic && !blas_threads_sleep_when_idle())) return false;
+  return beta == 0 && k <= kRowBlocksMaxInner && m >= kRowBlocksMinBlocks * kRowBlock &&
+         RepeatedGemm<T>::libxsmm_tiles_of_shared_size(kRowBlock, n, k);
+}
+template bool detail::runs_in_row_blocks<float>(std::int64_t, std::int64_t, std::int64_t, double);
+template bool detail::runs_in_row_blocks<double>(std::int64_t, std::int64_t, std::int64_t, double);
 
 bool detail::runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
   if (beta != 0 || n > kNarrowColumns || m < kNarrowRowsPerColumn * n) return false;

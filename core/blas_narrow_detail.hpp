@@ -1,6 +1,18 @@
 #pragma once
-// Internal (core/blas.cpp): products with few columns run transposed on OpenBLAS's AVX-512
-// kernels.
+// Internal (core/blas.cpp): two shapes of product that OpenBLAS runs below its speed, and
+// what gemm runs instead.
+//
+// 1. Products with a short inner size k (an input projection x W^T over a sequence's rows)
+// run in blocks of kRowBlock rows on libxsmm (RepeatedGemm: its JIT kernel for the block, B
+// laid out once, the tiles shared over recur's threads where a block is large enough to
+// share). OpenBLAS zeroes C in a pass of its own first (beta = 0) and packs B for the
+// product, and with k of 128 or less that is much of the work. Measured here (2 threads,
+// Cooperlake kernels, float, m in {2048, 3200}, n in {256, 1024}): blocks of 64 rows take
+// 0.49-0.78 of OpenBLAS's time for k in {32, 64, 128}, 0.74-0.99 at k = 256 (left to
+// OpenBLAS); blocks of 32 rows 0.51-0.95. An LSTM's input product at M ([3200, 64] x
+// [64, 1024]) 1.23 against 1.98 ms.
+//
+// 2. Products with few columns run transposed on OpenBLAS's AVX-512 kernels.
 //
 // Row-major C[m, n] is column-major C^T, so OpenBLAS tiles the kernel's wide dimension along
 // n. Its AVX-512 kernel sets (SkylakeX, Cooperlake, SapphireRapids) tile it wide, and with
@@ -18,6 +30,23 @@
 #include <cstdint>
 
 namespace recur::blas::detail {
+
+inline constexpr std::int64_t kRowBlock = 64, kRowBlocksMaxInner = 128, kRowBlocksMinBlocks = 4;
+
+// Whether gemm runs C = op(A) op(B) (A not transposed, alpha = 1) in row blocks: beta = 0,
+// k <= kRowBlocksMaxInner, at least kRowBlocksMinBlocks blocks, a block's product on libxsmm
+// in tiles of a size that recur's threads share (RepeatedGemm::libxsmm_tiles_of_shared_size),
+// and OpenBLAS's threads sleeping when idle (OMP_WAIT_POLICY=PASSIVE), where the tiles are
+// shared: on one thread the blocks would lose to OpenBLAS's two. Not whether a product's tiles
+// are shared then (StepSplit, a busy machine's back-off): the kernels, and so the bits, are the
+// same either way.
+template <class T>
+bool runs_in_row_blocks(std::int64_t m, std::int64_t n, std::int64_t k, double beta);
+
+// Tests: `always` takes row blocks where the shape allows whatever OMP_WAIT_POLICY says,
+// `never` never; `automatic` (the default) as above. For the process, from now on.
+enum class RowBlocks { automatic, always, never };
+void set_row_blocks(RowBlocks which);
 
 inline constexpr std::int64_t kNarrowColumns = 64, kNarrowRowsPerColumn = 8, kNarrowMinWork = std::int64_t{1} << 22;
 

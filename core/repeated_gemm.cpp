@@ -117,9 +117,9 @@ bool on_libxsmm(double flops) {
 }  // namespace
 
 template <class T>
-bool RepeatedGemm<T>::would_split(std::int64_t m, std::int64_t n, std::int64_t k) {
+bool RepeatedGemm<T>::libxsmm_tiles_of_shared_size(std::int64_t m, std::int64_t n, std::int64_t k) {
   const double flops = flops_of(m, n, k);
-  return libxsmm_built_in() && m > 0 && n > 0 && k > 0 && on_libxsmm(flops) && shares_tiles(flops);
+  return libxsmm_built_in() && m > 0 && n > 0 && k > 0 && on_libxsmm(flops) && flops >= kSplitFlops;
 }
 
 template <class T>

@@ -1,6 +1,8 @@
-// Products with few columns (core/blas_narrow_detail.hpp): which run transposed, and that
-// both forms equal the definition, with row strides wider than the rows, in both precisions,
-// for every pair of transpose flags; beta = 1 keeps the direct form and adds to C.
+// The products OpenBLAS runs below its speed (core/blas_narrow_detail.hpp). Those with few
+// columns: which run transposed, and that both forms equal the definition, with row strides
+// wider than the rows, in both precisions, for every pair of transpose flags; beta = 1 keeps
+// the direct form and adds to C. Those with a short inner size: in row blocks on libxsmm
+// (with a last, shorter block), against the definition too.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,7 +14,10 @@
 #include <recur/core/blas.hpp>
 #include <recur/core/blas_kernel.hpp>
 #include <recur/core/blas_kernel_detail.hpp>
+#include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/blas_narrow_detail.hpp>
+#include <recur/core/repeated_gemm.hpp>
+#include <recur/core/tile_team.hpp>
 
 namespace recur {
 namespace {
@@ -40,15 +45,15 @@ TEST(BlasNarrow, OnlyWideEnoughProductsOfFewColumnsRunTransposed) {
   EXPECT_FALSE(runs_transposed(3200, 64, 1024, 0.0));
 }
 
-// C = alpha op(A) op(B) + beta C against the definition (in long double), and the padding
+// C = alpha op(A) op(B) + beta C (alpha 1/2 unless given) against the definition (in long double), and the padding
 // past each row of C untouched.
 template <class T>
-void expect_product(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T beta) {
+void expect_product(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T beta, T alpha = T(0.5)) {
   const std::int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
   std::vector<T> a(static_cast<std::size_t>((ta ? k : m) * lda)), b(static_cast<std::size_t>((tb ? n : k) * ldb));
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(static_cast<int>(i % 23) - 11) / T(8);
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(static_cast<int>(i % 19) - 9) / T(16);
-  const T untouched = T(-7.25), alpha = T(0.5);
+  const T untouched = T(-7.25);
   std::vector<T> c(static_cast<std::size_t>(m * ldc), untouched);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) c[static_cast<std::size_t>(i * ldc + j)] = static_cast<T>((i + 2 * j) % 7);
@@ -90,6 +95,37 @@ TEST(BlasNarrow, BothFormsEqualTheDefinition) {
           expect_product<double>(ta, tb, m, n, k, 1.0);
         }
   }
+}
+
+struct RowBlocksScope {
+  explicit RowBlocksScope(blas::detail::RowBlocks which) { blas::detail::set_row_blocks(which); }
+  ~RowBlocksScope() { blas::detail::set_row_blocks(blas::detail::RowBlocks::automatic); }
+};
+
+TEST(BlasRowBlocks, ProductsWithAShortInnerSizeEqualTheDefinition) {
+  if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
+  const blas::StepGemm before = blas::step_gemm();
+  blas::set_step_gemm(blas::StepGemm::libxsmm);
+  const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+  using blas::detail::runs_in_row_blocks;
+  EXPECT_TRUE(runs_in_row_blocks<float>(3200, 1024, 64, 0.0));   // an LSTM's input product at M
+  EXPECT_FALSE(runs_in_row_blocks<float>(3200, 1024, 129, 0.0));  // k too long
+  EXPECT_FALSE(runs_in_row_blocks<float>(255, 1024, 64, 0.0));    // fewer than 4 blocks
+  EXPECT_FALSE(runs_in_row_blocks<float>(3200, 1024, 64, 1.0));   // C is read
+  EXPECT_FALSE(runs_in_row_blocks<float>(3200, 16, 8, 0.0));      // a block too small to share
+  for (const bool tb : {false, true})
+    for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{1000, 256, 64}, {512, 130, 128}}) {
+      ASSERT_TRUE(runs_in_row_blocks<double>(m, n, k, 0.0)) << m << " x " << n << " x " << k;
+      // (A library without a kernel for the block falls back to OpenBLAS: the values hold either way.)
+      parallel::detail::forget_back_off();  // (an earlier product's helper held off its core: shared again)
+      const std::uint32_t jobs = parallel::tile_team_jobs();
+      expect_product<float>(false, tb, m, n, k, 0.0f, 1.0f);  // (alpha = 1: row blocks)
+      expect_product<double>(false, tb, m, n, k, 0.0, 1.0);
+      if (parallel::tile_team_cpus() >= 2 && blas::detail::blas_threads_sleep_when_idle()) {
+        EXPECT_GT(parallel::tile_team_jobs(), jobs) << "no block's tiles were shared";
+      }
+    }
+  blas::set_step_gemm(before);
 }
 
 }  // namespace

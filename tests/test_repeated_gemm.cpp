@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tile_team.hpp>
@@ -305,41 +306,48 @@ TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
   }
 }
 
-// Where one step's input product x_t W_ih^T shares its tiles (here 1-4 MFLOP), the layers
-// run it step by step on libxsmm instead of one gemm over every step: float64, against
-// OpenBLAS's one gemm, within float64's rounding. would_split says so before a product is made.
-TEST(RepeatedGemm, FusedLayersInputProductStepByStepAgreesWithOneGemm) {
+struct RowBlocksScope {  // the default again after the test, also when an assertion leaves early
+  explicit RowBlocksScope(blas::detail::RowBlocks which) { blas::detail::set_row_blocks(which); }
+  ~RowBlocksScope() { blas::detail::set_row_blocks(blas::detail::RowBlocks::automatic); }
+};
+
+// Where the input product x W_ih^T over every step's rows has a short inner size (here
+// 128), blas::gemm runs it in blocks of rows on libxsmm instead of one OpenBLAS gemm
+// (core/blas_narrow_detail.hpp): float64, against OpenBLAS, within float64's rounding.
+TEST(RepeatedGemm, FusedLayersInputProductInRowBlocksAgreesWithOneGemm) {
   SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
-  nn::RecurrentOptions o{.input_size = 256, .hidden_size = 128};
+  nn::RecurrentOptions o{.input_size = 128, .hidden_size = 128};
   o.dtype = DType::float64;
-  const Shape input{6, 16, 256};
+  const Shape input{16, 16, 128};  // 256 rows: 4 blocks
   for (const std::string cell : {"lstm", "gru", "rnn"}) {
     const std::int64_t gh = (cell == "lstm" ? 4 : cell == "gru" ? 3 : 1) * o.hidden_size;
-    std::vector<Tensor> stepped;
+    std::vector<Tensor> blocked;
     {
       const UseStepGemm use(StepGemm::libxsmm);
       const testing::UseStepSplit split(blas::StepSplit::always, 2);
-      ASSERT_TRUE(RepeatedGemm<double>::would_split(16, gh, 256)) << cell;
-      const std::vector<double> w = random_values<double>(static_cast<std::size_t>(gh * 256), 3);
-      EXPECT_TRUE(RepeatedGemm<double>(16, gh, 256, w.data(), 256, true, 256, gh, 0.0).splits()) << cell;
-      // The same layer on 8 inputs, whose input product is too small to share: its other
-      // products are the same, so the difference in shared products is the 6 input products.
+      const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+      ASSERT_TRUE(blas::detail::runs_in_row_blocks<double>(256, gh, 128, 0.0)) << cell;
+      // The same layer on 8 inputs, whose input product OpenBLAS runs: its other products
+      // are the same, so the difference in shared products is the 4 blocks (and 4 more for
+      // dX = dG W_ih where the gates are as few as the RNN's 128).
+      const std::uint32_t routed = cell == "rnn" ? 2 : 1;
       nn::RecurrentOptions narrow = o;
       narrow.input_size = 8;
       std::uint32_t jobs = parallel::tile_team_jobs();
-      train_step(cell, narrow, {6, 16, 8});
+      train_step(cell, narrow, {16, 16, 8});
       const std::uint32_t others = parallel::tile_team_jobs() - jobs;
       jobs = parallel::tile_team_jobs();
-      stepped = train_step(cell, o, input);
-      EXPECT_EQ(parallel::tile_team_jobs() - jobs, others + 6) << cell << ": the input products were not shared step by step";
+      blocked = train_step(cell, o, input);
+      EXPECT_EQ(parallel::tile_team_jobs() - jobs, others + 4 * routed) << cell << ": the input product did not run in row blocks";
     }
     const UseStepGemm use(StepGemm::openblas);
-    EXPECT_FALSE(RepeatedGemm<double>::would_split(16, gh, 256)) << cell;
+    const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+    EXPECT_FALSE(blas::detail::runs_in_row_blocks<double>(256, gh, 128, 0.0)) << cell << ": OpenBLAS chosen";
     const std::vector<Tensor> whole = train_step(cell, o, input);
-    ASSERT_EQ(stepped.size(), whole.size());
+    ASSERT_EQ(blocked.size(), whole.size());
     for (std::size_t i = 0; i < whole.size(); ++i) {
-      const std::vector<double> x = testing::values(stepped[i]), y = testing::values(whole[i]);
+      const std::vector<double> x = testing::values(blocked[i]), y = testing::values(whole[i]);
       ASSERT_EQ(x.size(), y.size());
       for (std::size_t j = 0; j < x.size(); ++j)
         ASSERT_NEAR(x[j], y[j], 1e-12 * (1 + std::abs(y[j]))) << cell << " value " << i << " element " << j;

@@ -158,23 +158,6 @@ struct FusedRecurrence {
     return bias;
   }
 
-  // pre = x W_ih^T, every step's rows. Where one step's rows make a product whose tiles are
-  // shared (RepeatedGemm::splits: M's sizes), the steps run it one after another: libxsmm's
-  // kernel writes C without OpenBLAS's zeroing pass over all of pre first, and W_ih^T is
-  // laid out once. Otherwise one gemm over every row.
-  template <class T>
-  static void input_projection(const T* x, const T* w_ih, std::int64_t steps, std::int64_t batch, std::int64_t width,
-                               std::int64_t gh, T* pre) {
-    if (blas::RepeatedGemm<T>::would_split(batch, gh, width)) {
-      const blas::RepeatedGemm<T> step(batch, gh, width, w_ih, width, true, width, gh, T(0));
-      if (step.splits()) {  // (libxsmm made its kernels)
-        for (std::int64_t s = 0; s < steps; ++s) step(x + s * batch * width, pre + s * batch * gh);
-        return;
-      }
-    }
-    blas::gemm(false, true, steps * batch, gh, width, T(1), x, width, w_ih, width, T(0), pre, gh);
-  }
-
   template <class T>
   Tensor forward_as(std::span<const Tensor> in) const {
     const Tensor &x = arg(in, In::x), &w_ih = arg(in, In::w_ih), &w_hh = arg(in, In::w_hh), &h0 = arg(in, In::h0);
@@ -185,7 +168,9 @@ struct FusedRecurrence {
     // the activations; for an RNN those are the output.
     Tensor pre = Tensor::empty({steps, batch, gh}, x.dtype());
     T* pre_data = pre.data<T>();
-    input_projection(x.data<T>(), w_ih.data<T>(), steps, batch, width, gh, pre_data);
+    // (On libxsmm in blocks of rows where k is short: core/blas_narrow_detail.hpp.)
+    blas::gemm(false, true, steps * batch, gh, width, T(1), x.data<T>(), width, w_ih.data<T>(), width, T(0), pre_data,
+               gh);
     const std::vector<T> bias = bias_row<T>(in, gh);
     Tensor out = lstm() || gru() ? Tensor::empty({steps + (packs_cell() ? 1 : 0), batch, p}, x.dtype()) : pre;
     const std::int64_t interval = detail::replay_interval(steps);
