@@ -32,6 +32,9 @@
 namespace recur::blas::detail {
 
 inline constexpr std::int64_t kRowBlock = 64, kRowBlocksMaxInner = 128, kRowBlocksMinBlocks = 4;
+// A block's own product (kRowBlock rows, run on OpenBLAS where libxsmm makes no kernel) must
+// not take the row blocks again.
+static_assert(kRowBlocksMinBlocks > 1);
 
 // Whether gemm runs C = op(A) op(B) (A not transposed, alpha = 1) in row blocks: beta = 0,
 // k <= kRowBlocksMaxInner, at least kRowBlocksMinBlocks blocks, a block's product on libxsmm

@@ -61,9 +61,11 @@ class RepeatedGemm {
   const char* backend() const;
   // Whether its tiles are shared over recur's threads (parallel::for_each_tile).
   bool splits() const { return kernels_ && split_; }
-  // Whether a product of this shape runs on libxsmm in tiles of a size that recur's threads
-  // share (1 MFLOP or more) where they share at all (StepSplit, OMP_WAIT_POLICY), asked before
-  // one is made (making one may make a oneDNN primitive, reordering B).
+  // Whether a product of this shape is tried on libxsmm (built in, chosen, small enough) and
+  // its tiles are of a size that recur's threads share (1 MFLOP or more) where they share at
+  // all (StepSplit, OMP_WAIT_POLICY), asked before one is made (making one may make a oneDNN
+  // primitive, reordering B). libxsmm may still make no kernel: the product then runs on
+  // OpenBLAS.
   static bool libxsmm_tiles_of_shared_size(std::int64_t m, std::int64_t n, std::int64_t k);
 
  private:

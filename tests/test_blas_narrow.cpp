@@ -2,7 +2,7 @@
 // columns: which run transposed, and that both forms equal the definition, with row strides
 // wider than the rows, in both precisions, for every pair of transpose flags; beta = 1 keeps
 // the direct form and adds to C. Those with a short inner size: in row blocks on libxsmm
-// (with a last, shorter block), against the definition too.
+// (the rows after the last whole block on OpenBLAS), against the definition too.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -18,6 +18,8 @@
 #include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tile_team.hpp>
+
+#include "step_gemm_scope.hpp"
 
 namespace recur {
 namespace {
@@ -104,8 +106,7 @@ struct RowBlocksScope {
 
 TEST(BlasRowBlocks, ProductsWithAShortInnerSizeEqualTheDefinition) {
   if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
-  const blas::StepGemm before = blas::step_gemm();
-  blas::set_step_gemm(blas::StepGemm::libxsmm);
+  const testing::UseStepGemm use(blas::StepGemm::libxsmm);  // restored on every way out
   const RowBlocksScope blocks(blas::detail::RowBlocks::always);
   using blas::detail::runs_in_row_blocks;
   EXPECT_TRUE(runs_in_row_blocks<float>(3200, 1024, 64, 0.0));   // an LSTM's input product at M
@@ -125,7 +126,6 @@ TEST(BlasRowBlocks, ProductsWithAShortInnerSizeEqualTheDefinition) {
         EXPECT_GT(parallel::tile_team_jobs(), jobs) << "no block's tiles were shared";
       }
     }
-  blas::set_step_gemm(before);
 }
 
 }  // namespace
