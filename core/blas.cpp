@@ -142,10 +142,11 @@ void detail::set_row_blocks(RowBlocks which) { row_blocks = which; }
 
 template <class T>
 bool detail::runs_in_row_blocks(std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
+  // The shape first: every gemm asks, and most are not such products.
+  if (beta != 0 || k > kRowBlocksMaxInner || m < kRowBlocksMinBlocks * kRowBlock) return false;
   const RowBlocks when = row_blocks.load(std::memory_order_relaxed);
   if (when == RowBlocks::never || (when == RowBlocks::automatic && !blas_threads_sleep_when_idle())) return false;
-  return beta == 0 && k <= kRowBlocksMaxInner && m >= kRowBlocksMinBlocks * kRowBlock &&
-         RepeatedGemm<T>::libxsmm_tiles_of_shared_size(kRowBlock, n, k);
+  return RepeatedGemm<T>::libxsmm_tiles_of_shared_size(kRowBlock, n, k);
 }
 template bool detail::runs_in_row_blocks<float>(std::int64_t, std::int64_t, std::int64_t, double);
 template bool detail::runs_in_row_blocks<double>(std::int64_t, std::int64_t, std::int64_t, double);

@@ -2,6 +2,7 @@
 // The per-step products' backend (core/repeated_gemm.hpp) for one scope, then the process's
 // choice again, also when a test's assertion leaves the scope early.
 #include <recur/core/blas.hpp>
+#include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tile_team.hpp>
 
@@ -46,6 +47,23 @@ struct HelpersClaimFirst {
   ~HelpersClaimFirst() { parallel::detail::set_helpers_claim_first(false); }
   HelpersClaimFirst(const HelpersClaimFirst&) = delete;
   HelpersClaimFirst& operator=(const HelpersClaimFirst&) = delete;
+};
+
+// blas::gemm's row blocks (core/blas_narrow_detail.hpp) for one scope, then the default.
+struct UseRowBlocks {
+  explicit UseRowBlocks(blas::detail::RowBlocks which) { blas::detail::set_row_blocks(which); }
+  ~UseRowBlocks() { blas::detail::set_row_blocks(blas::detail::RowBlocks::automatic); }
+  UseRowBlocks(const UseRowBlocks&) = delete;
+  UseRowBlocks& operator=(const UseRowBlocks&) = delete;
+};
+
+// Which kernel sets take blas::gemm's transposed form of narrow products, for one scope,
+// then the default.
+struct UseNarrowTransposed {
+  explicit UseNarrowTransposed(blas::detail::NarrowTransposed which) { blas::detail::set_narrow_transposed(which); }
+  ~UseNarrowTransposed() { blas::detail::set_narrow_transposed(blas::detail::NarrowTransposed::avx512); }
+  UseNarrowTransposed(const UseNarrowTransposed&) = delete;
+  UseNarrowTransposed& operator=(const UseNarrowTransposed&) = delete;
 };
 
 }  // namespace recur::testing

@@ -27,16 +27,11 @@ namespace {
 using blas::detail::NarrowTransposed;
 using blas::detail::runs_transposed;
 
-struct NarrowScope {  // the default again after the test, also when an assertion leaves early
-  explicit NarrowScope(NarrowTransposed which) { blas::detail::set_narrow_transposed(which); }
-  ~NarrowScope() { blas::detail::set_narrow_transposed(NarrowTransposed::avx512); }
-};
-
 TEST(BlasNarrow, OnlyWideEnoughProductsOfFewColumnsRunTransposed) {
   const bool avx512 = blas::detail::is_avx512_core(blas_info().core);
   EXPECT_EQ(runs_transposed(3200, 64, 1024, 0.0), avx512) << "an LSTM's dX at M, on " << blas_info().core;
   EXPECT_EQ(runs_transposed(1024, 64, 3200, 0.0), avx512) << "an LSTM's dW_ih at M";
-  const NarrowScope any(NarrowTransposed::any);
+  const testing::UseNarrowTransposed any(NarrowTransposed::any);
   EXPECT_TRUE(runs_transposed(3200, 64, 1024, 0.0));
   EXPECT_TRUE(runs_transposed(512, 16, 512, 0.0));    // m n k = 4M: the least work that does
   EXPECT_FALSE(runs_transposed(512, 16, 511, 0.0));   // a little less
@@ -85,7 +80,7 @@ void expect_product(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
 
 TEST(BlasNarrow, BothFormsEqualTheDefinition) {
   for (const NarrowTransposed which : {NarrowTransposed::any, NarrowTransposed::none}) {
-    const NarrowScope scope(which);
+    const testing::UseNarrowTransposed scope(which);
     for (const bool ta : {false, true})
       for (const bool tb : {false, true})
         for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{1024, 16, 256}, {640, 64, 128}, {700, 33, 300}}) {
@@ -99,15 +94,10 @@ TEST(BlasNarrow, BothFormsEqualTheDefinition) {
   }
 }
 
-struct RowBlocksScope {
-  explicit RowBlocksScope(blas::detail::RowBlocks which) { blas::detail::set_row_blocks(which); }
-  ~RowBlocksScope() { blas::detail::set_row_blocks(blas::detail::RowBlocks::automatic); }
-};
-
 TEST(BlasRowBlocks, ProductsWithAShortInnerSizeEqualTheDefinition) {
   if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
   const testing::UseStepGemm use(blas::StepGemm::libxsmm);  // restored on every way out
-  const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+  const testing::UseRowBlocks blocks(blas::detail::RowBlocks::always);
   using blas::detail::runs_in_row_blocks;
   EXPECT_TRUE(runs_in_row_blocks<float>(3200, 1024, 64, 0.0));   // an LSTM's input product at M
   EXPECT_FALSE(runs_in_row_blocks<float>(3200, 1024, 129, 0.0));  // k too long

@@ -306,11 +306,6 @@ TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
   }
 }
 
-struct RowBlocksScope {  // the default again after the test, also when an assertion leaves early
-  explicit RowBlocksScope(blas::detail::RowBlocks which) { blas::detail::set_row_blocks(which); }
-  ~RowBlocksScope() { blas::detail::set_row_blocks(blas::detail::RowBlocks::automatic); }
-};
-
 // Where the input product x W_ih^T over every step's rows has a short inner size (here
 // 128), blas::gemm runs it in blocks of rows on libxsmm instead of one OpenBLAS gemm
 // (core/blas_narrow_detail.hpp): float64, against OpenBLAS, within float64's rounding.
@@ -326,7 +321,7 @@ TEST(RepeatedGemm, FusedLayersInputProductInRowBlocksAgreesWithOneGemm) {
     {
       const UseStepGemm use(StepGemm::libxsmm);
       const testing::UseStepSplit split(blas::StepSplit::always, 2);
-      const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+      const testing::UseRowBlocks blocks(blas::detail::RowBlocks::always);
       ASSERT_TRUE(blas::detail::runs_in_row_blocks<double>(256, gh, 128, 0.0)) << cell;
       // The same layer on 8 inputs, whose input product OpenBLAS runs: its other products
       // are the same, so the difference in shared products is the 4 blocks (and 4 more for
@@ -342,7 +337,7 @@ TEST(RepeatedGemm, FusedLayersInputProductInRowBlocksAgreesWithOneGemm) {
       EXPECT_EQ(parallel::tile_team_jobs() - jobs, others + 4 * routed) << cell << ": the input product did not run in row blocks";
     }
     const UseStepGemm use(StepGemm::openblas);
-    const RowBlocksScope blocks(blas::detail::RowBlocks::always);
+    const testing::UseRowBlocks blocks(blas::detail::RowBlocks::always);
     EXPECT_FALSE(blas::detail::runs_in_row_blocks<double>(256, gh, 128, 0.0)) << cell << ": OpenBLAS chosen";
     const std::vector<Tensor> whole = train_step(cell, o, input);
     ASSERT_EQ(blocked.size(), whole.size());

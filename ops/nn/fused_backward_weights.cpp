@@ -65,10 +65,11 @@ WeightGradients backward_weights(const FusedGeometry& geo, const GateGradients<T
                  g.x.data<T>() + first * batch * width, width);
   }
   if (wanted.w_ih) {
-    g.w_ih = zeros(w_ih.shape(), x.dtype());
+    // beta 0, which writes every element: a narrow product may run transposed (core/blas_narrow_detail.hpp).
+    g.w_ih = count > 0 ? Tensor::empty(w_ih.shape(), x.dtype()) : zeros(w_ih.shape(), x.dtype());
     if (count > 0)
       blas::gemm(true, false, gh, width, count * batch, T(1), dgw, gh, x.data<T>() + first * batch * width, width,
-                 T(0), g.w_ih.data<T>(), width);  // beta 0: a narrow product may run transposed (core/blas_narrow_detail.hpp)
+                 T(0), g.w_ih.data<T>(), width);
   }
   if (wanted.w_hh) g.w_hh = recurrent_weight_grad<T>(geo, d, h, h0);
   if (wanted.b_ih) g.b_ih = bias_grad<T>(geo, dgw);
