@@ -16,6 +16,7 @@
 #include <recur/recur.hpp>
 
 #include <recur/autodiff/tape_access.hpp>
+#include <recur/ops/scan/elementwise_chain_plan_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
 #include "step_gemm_scope.hpp"
@@ -155,6 +156,18 @@ StepResult sums_in_a_chain(S a) {
   const Var s = (g[0] + g[1]) + (g[2] - tanh(k));
   const Var t = tanh(s * sigmoid(s) + sigmoid(g[3] + g[3]));
   return {t, tanh(t + k)};
+}
+
+// One-operand ops whose gradient the chain's backward hands on in the same pass as their
+// reader's rule (ChainProgram::folded): exp under a product, relu of a negation, tanh of a
+// sigmoid; beside ones it must not fold: swish's sigmoid, whose reader also reads its operand,
+// and an op read by a folded one. Parameters: Wx [I, 4H], Wh [H, 4H], b [4H].
+StepResult unary_rules_in_a_chain(S a) {
+  const Var &x = a[0], &h = a[1];
+  const std::vector<Var> g = split(matmul(x, a[2]) + matmul(h, a[3]) + a[4], 1, 4);
+  const Var s = g[0] * h;
+  const Var u = s * sigmoid(s) + tanh(sigmoid(g[1])) * h + relu(-g[2]) * exp(g[3]);
+  return {tanh(u)};
 }
 
 constexpr std::int64_t kT = 7, kB = 3, kI = 4, kH = 5;
@@ -394,7 +407,10 @@ TEST(ScanCapture, LongRowsGiveTheRecordedResults) {
       {"lstm_merged", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {4, b, kI}, lstm_merged},
       {"gru_by_hand", {{kI, 3 * h}, {h, 3 * h}, {3 * h}, {3 * h}}, {{b, h}}, {4, b, kI}, gru_by_hand},
       {"every_chain_op", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {4, b, kI}, every_chain_op},
-      {"every_chain_op B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI}, every_chain_op}};
+      {"every_chain_op B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI}, every_chain_op},
+      {"unary_rules_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {4, b, kI}, unary_rules_in_a_chain},
+      {"unary_rules_in_a_chain B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI},
+       unary_rules_in_a_chain}};
   for (const CellCase& c : wide) {
     const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
     EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
@@ -531,6 +547,37 @@ TEST(ScanCapture, AnInputReadSlicedAndWholeGetsBothGradients) {
   EXPECT_GE(captured.capture.fused_chains, 1);
   expect_same(captured, recorded, "slice_and_whole");
   expect_same(captured, unrolled(c), "slice_and_whole against a plain loop");
+}
+
+// Which one-operand instructions the backward folds into their reader's pass: the program
+// of unary_rules_in_a_chain's shape, written out (slots g0, g1, g2, h).
+TEST(ScanCapture, AChainFoldsTheRulesThatKeepTheOrderOfItsSums) {
+  using scan_engine::detail::ChainCode;
+  using scan_engine::detail::ChainProgram;
+  ChainProgram p;
+  p.slots = {{0, -1}, {1, -1}, {2, -1}, {3, -1}};
+  auto in = [](std::uint16_t j) { return scan_engine::detail::ChainOperand{true, j}; };
+  auto v = [](std::uint16_t k) { return scan_engine::detail::ChainOperand{false, k}; };
+  p.code = {{ChainCode::sigmoid, in(1), {}},  // 0 sigmoid(g1): read by a folded tanh: kept
+            {ChainCode::tanh, v(0), {}},      // 1 tanh(0): folded into 2
+            {ChainCode::mul, v(1), in(3)},    // 2
+            {ChainCode::neg, in(2), {}},      // 3 -g2: read by a folded relu: kept
+            {ChainCode::relu, v(3), {}},      // 4 folded into 6
+            {ChainCode::exp, in(0), {}},      // 5 folded into 6 (g0 read earlier, by 3: not between)
+            {ChainCode::mul, v(4), v(5)},     // 6
+            {ChainCode::mul, v(2), v(6)},     // 7
+            {ChainCode::sigmoid, v(7), {}},   // 8 swish: its reader reads 7 too: kept
+            {ChainCode::mul, v(7), v(8)},     // 9
+            {ChainCode::neg, v(9), {}},       // 10 an output: kept
+            {ChainCode::tanh, v(10), {}},     // 11 read twice: kept
+            {ChainCode::add, v(11), v(11)},   // 12
+            {ChainCode::neg, in(0), {}},      // 13 its reader adds: a copy, read where it is
+            {ChainCode::add, v(13), v(12)}};  // 14
+  p.outputs = {14, 10};
+  p.shape = {2, 3};
+  scan_engine::detail::chain::plan_backward(p);
+  const std::vector<std::uint8_t> want = {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(p.folded, want);
 }
 
 TEST(ScanCapture, PerGateProductsMergeIntoOne) {

@@ -54,6 +54,8 @@ struct KernelTable {
   void (*chain_arith_row)(recur::detail::ChainArith op, const T* a, const T* b, T* y, I n);
   void (*chain_grad_row)(recur::detail::ChainGrad rule, bool accumulate, const T* g, const T* u, const T* v, T* r,
                          I n);
+  void (*chain_grad_then_row)(recur::detail::ChainGrad first, recur::detail::ChainGrad then, bool accumulate,
+                              const T* g, const T* u, const T* v, const T* w, T* r, I n);
 };
 
 inline namespace RECUR_KERNEL_ISA {
@@ -70,7 +72,8 @@ constexpr KernelTable<T> this_isa_kernels() {
           &recur::detail::sigmoid_row<T>,
           &recur::detail::tanh_row<T>,
           &recur::detail::chain_arith_row<T>,
-          &recur::detail::chain_grad_row<T>};
+          &recur::detail::chain_grad_row<T>,
+          &recur::detail::chain_grad_then_row<T>};
 }
 }  // namespace RECUR_KERNEL_ISA
 

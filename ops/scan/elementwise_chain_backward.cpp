@@ -42,6 +42,13 @@ boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p,
   return writes;
 }
 
+// A one-operand instruction's rule (ChainGrad) and the values it reads.
+template <class T>
+struct OwnRule {
+  recur::detail::ChainGrad rule;
+  Run<const T> reads;
+};
+
 }  // namespace
 
 // The chain's backward on values: its rules per element, block by block, reading the
@@ -93,6 +100,19 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   for (std::size_t o = 0; o < p.outputs.size(); ++o)
     if (out_grads[o].defined() && p.output_not_operand[o])
       given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
+  // Instruction k's own rule when it has one operand (in = p.code[k]): d(-x) = -g,
+  // d tanh x = g (1 - y^2), d sigmoid x = g y (1 - y), d e^x = g y, d relu x = x > 0 ? g : 0.
+  auto own_rule = [&](const ChainInstruction& in, std::size_t k, std::int64_t begin, auto&& value) -> OwnRule<T> {
+    using Rule = recur::detail::ChainGrad;
+    const Run<const T> y{value(k)};
+    switch (in.code) {
+      case ChainCode::neg: return {Rule::negate, {}};
+      case ChainCode::tanh: return {Rule::tanh, y};
+      case ChainCode::sigmoid: return {Rule::sigmoid, y};
+      case ChainCode::exp: return {Rule::times, y};
+      default: return {Rule::relu, blocks.operand(in.a, begin, value)};  // relu
+    }
+  };
   blocks.each_block([&](std::int64_t begin, std::int64_t n) {
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
@@ -129,8 +149,22 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       const Run<const T> a = blocks.operand(in.a, begin, value);
       const Run<const T> b = unary(in.code) ? Run<const T>{} : blocks.operand(in.b, begin, value);
       // Adds operand o's share of gy by `rule` (reading u and v) into its register, when it
-      // wants a gradient.
+      // wants a gradient. A folded operand (ChainProgram::folded) hands that share on by its
+      // own rule at once, into its own operand's register.
       auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
+        if (!o.is_input && p.folded[o.index]) {
+          const ChainInstruction& f = p.code[o.index];
+          if (f.a.is_input && !needs[p.slots[f.a.index].input]) return;
+          const std::size_t r = register_of(f.a, n_code);
+          const OwnRule<T> then = own_rule(f, o.index, begin, value);
+          const Run<T> into = reg(r);
+          blocks.each_run(n, {u.stride, v.stride, then.reads.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+            kernels.chain_grad_then_row(rule, then.rule, written[r], gy + row * width, blocks.at(u, row),
+                                        blocks.at(v, row), blocks.at(then.reads, row), blocks.at(into, row), len);
+          });
+          written[r] = 1;
+          return;
+        }
         if (o.is_input && !needs[p.slots[o.index].input]) return;
         const std::size_t r = register_of(o, n_code);
         if (lives(r) != r) {  // its one share is gy itself, read where it is
@@ -161,11 +195,10 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
           add(in.a, Rule::divide, b);
           add(in.b, Rule::divisor, y, b);
           break;
-        case ChainCode::neg: add(in.a, Rule::negate); break;
-        case ChainCode::tanh: add(in.a, Rule::tanh, y); break;
-        case ChainCode::sigmoid: add(in.a, Rule::sigmoid, y); break;
-        case ChainCode::exp: add(in.a, Rule::times, y); break;
-        case ChainCode::relu: add(in.a, Rule::relu, a); break;
+        default: {  // one operand
+          const OwnRule<T> own = own_rule(in, k, begin, value);
+          add(in.a, own.rule, own.reads);
+        }
       }
     }
     for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'

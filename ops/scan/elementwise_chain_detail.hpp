@@ -72,6 +72,11 @@ struct ChainProgram {
   // gradient where it is given).
   std::vector<std::int32_t> gradient_copy_of;
   std::vector<std::uint8_t> output_not_operand;
+  // Per instruction: 1 where it is a one-operand instruction whose value has one share of
+  // gradient, from a later instruction (not a copy), and hands it on by its own rule in the
+  // same pass as that reader's rule (no register in between, one pass fewer), where that
+  // keeps the order in which its operand's gradient adds its shares.
+  std::vector<std::uint8_t> folded;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,

@@ -97,6 +97,32 @@ void find_gradient_copies(ChainProgram& p) {
   for (std::uint16_t k : p.outputs) p.output_not_operand.push_back(shares[k] == 1);  // read by none, listed once
 }
 
+// ChainProgram::folded (after find_gradient_copies). Instruction k's share, folded, is added
+// into its operand's register when its reader j runs instead of when k would: so no
+// instruction between them (j included) may add a share to that register. A reader that is
+// folded itself never runs: k is then not folded (decided last first, j before k).
+void find_folded_rules(ChainProgram& p) {
+  const std::size_t n_code = p.code.size();
+  auto reg = [&](const ChainOperand& o) { return register_of(o, n_code); };
+  auto reads = [&](const ChainInstruction& in, std::size_t r) { return reg(in.a) == r || (!unary(in.code) && reg(in.b) == r); };
+  p.folded.assign(n_code, 0);
+  for (std::size_t k = n_code; k-- > 0;) {
+    if (!unary(p.code[k].code) || is_output(p, k) || p.gradient_copy_of[k] >= 0) continue;
+    std::size_t readers = 0, j = 0;
+    for (std::size_t m = k + 1; m < n_code; ++m) {
+      const ChainInstruction& in = p.code[m];
+      const std::size_t times = (reg(in.a) == k) + (!unary(in.code) && reg(in.b) == k);
+      if (times) j = m;
+      readers += times;
+    }
+    if (readers != 1 || p.folded[j]) continue;
+    const std::size_t target = reg(p.code[k].a);
+    bool order_kept = true;
+    for (std::size_t m = k + 1; m <= j; ++m) order_kept = order_kept && !reads(p.code[m], target);
+    p.folded[k] = order_kept;
+  }
+}
+
 }  // namespace
 
 void plan_backward(ChainProgram& p) {
@@ -113,6 +139,7 @@ void plan_backward(ChainProgram& p) {
   for (std::uint16_t k : p.outputs) p.outputs_read.push_back(read.values[k]);
   p.slots_read = std::move(read.slots);
   find_gradient_copies(p);
+  find_folded_rules(p);
 }
 
 }  // namespace recur::scan_engine::detail::chain

@@ -5,8 +5,8 @@
 
 namespace recur::scan_engine::detail::chain {
 
-// Fills p's kept, recomputed, outputs_read, slots_read, gradient_copy_of and
-// output_not_operand from its slots, code and outputs.
+// Fills p's kept, recomputed, outputs_read, slots_read, gradient_copy_of,
+// output_not_operand and folded from its slots, code and outputs.
 void plan_backward(ChainProgram& p);
 
 }  // namespace recur::scan_engine::detail::chain
