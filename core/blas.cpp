@@ -20,6 +20,7 @@
 #include <recur/core/error.hpp>
 
 #include <recur/core/openblas_cblas_detail.hpp>
+#include <recur/core/tile_team.hpp>
 #include <recur/core/repeated_gemm.hpp>
 
 namespace recur::blas {
@@ -107,6 +108,10 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
   }();
   const auto run = [&](bool t1, bool t2, std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
                        const T* y, std::int64_t ldy, T* out, std::int64_t ldo) {
+    // OpenBLAS's team runs a product this large on every core: helpers spinning for the
+    // next per-step product would take cores from it.
+    if (static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k) >= detail::kOneThreadBelow)
+      parallel::detail::park_helpers();
     cblas_gemm(CblasRowMajor, flag(t1), flag(t2), static_cast<blasint>(rows), static_cast<blasint>(cols),
                static_cast<blasint>(k), alpha, x, static_cast<blasint>(ldx), y, static_cast<blasint>(ldy), beta, out,
                static_cast<blasint>(ldo));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <recur/core/blas.hpp>
+#include <recur/core/tile_team.hpp>
 
 namespace recur::parallel {
 
@@ -17,6 +18,7 @@ void for_each_task(std::int64_t tasks, int threads, const std::function<void(std
   auto run = [&](std::int64_t w) {
     for (std::int64_t k = w; k < tasks; k += workers) task(k);
   };
+  if (workers > 1) detail::park_helpers();  // the tile team's spinning helpers would share cores with these
   std::vector<std::jthread> helpers;
   helpers.reserve(static_cast<std::size_t>(workers - 1));
   for (std::int64_t w = 1; w < workers; ++w) helpers.emplace_back(run, w);

@@ -98,6 +98,9 @@ class TileTeam {
   std::uint32_t jobs() const { return job_of(work_.load()); }
   std::uint64_t helper_tiles() const { return helper_tiles_.load(); }
   void set_helpers_claim_first(bool on) { helpers_claim_first_.store(on); }
+  void park() noexcept { parked_.store(true, std::memory_order_relaxed); }
+  void set_spin(std::chrono::microseconds spin) { spin_.store(spin.count() > 0 ? Clock::duration(spin) : kSpin); }
+  int sleepers() const { return sleepers_.load(); }
   void forget_back_off() {
     std::lock_guard lock(submit_);
     alone_until_ = last_held_ = {};
@@ -133,6 +136,7 @@ class TileTeam {
     float_control_.store(float_control(), std::memory_order_relaxed);
     wanted_.store(want, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
+    parked_.store(false, std::memory_order_relaxed);
     work_.store(pack(job, 0, tiles));
     if (sleepers_.load() > 0) {
       bell_.fetch_add(1);
@@ -216,9 +220,10 @@ class TileTeam {
   // Until a job after `seen` is published: spins for kSpin (with `spin`), then sleeps on the bell.
   void await_job(std::uint32_t seen, bool spin) {
     auto fresh = [&] { return job_of(work_.load()) != seen; };
-    const auto until = Clock::now() + kSpin;
+    const auto until = Clock::now() + spin_.load(std::memory_order_relaxed);
     for (int i = 0; spin; ++i) {
       if (fresh()) return;
+      if (parked_.load(std::memory_order_relaxed)) break;
       if ((i & 63) == 63 && Clock::now() > until) break;
       pause();
     }
@@ -248,6 +253,8 @@ class TileTeam {
   std::atomic<unsigned> float_control_{0};
   std::atomic<std::uint64_t> helper_tiles_{0};  // tiles the helpers ran, for tests
   std::atomic<bool> helpers_claim_first_{false};  // tests: set_helpers_claim_first
+  std::atomic<bool> parked_{false};               // park_helpers: spinning helpers sleep; run() clears it
+  std::atomic<Clock::duration> spin_{kSpin};     // tests: set_helper_spin
 };
 
 TileTeam& team() {
@@ -271,6 +278,8 @@ void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const 
   team().run(tiles, threads, back_off, fn, context);
 }
 
+void park_helpers() noexcept { team().park(); }
+void set_helper_spin(std::chrono::microseconds spin) { team().set_spin(spin); }
 void forget_back_off() { team().forget_back_off(); }
 void set_helpers_claim_first(bool on) { team().set_helpers_claim_first(on); }
 
@@ -280,5 +289,6 @@ int tile_team_cpus() { return detail::usable_cpus(); }
 int tile_team_helpers() { return detail::team().helpers(); }
 std::uint32_t tile_team_jobs() { return detail::team().jobs(); }
 std::uint64_t tile_team_helper_tiles() { return detail::team().helper_tiles(); }
+int tile_team_sleeping_helpers() { return detail::team().sleepers(); }
 
 }  // namespace recur::parallel

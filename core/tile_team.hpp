@@ -11,6 +11,7 @@
 // every step, and finds their columns of the weights in its own core's cache.
 // Which thread runs a tile never changes its result. While another thread's product holds the
 // team, a caller runs all its tiles alone.
+#include <chrono>
 #include <cstdint>
 
 namespace recur::parallel {
@@ -18,12 +19,19 @@ namespace recur::parallel {
 namespace detail {
 using TileFn = void (*)(const void* context, std::int64_t tile) noexcept;
 void run_tiles(std::int64_t tiles, int threads, bool back_off, TileFn fn, const void* context);
+// Tells the helpers that spin for the next product to sleep now: the caller is about to run
+// work on other threads of its own (OpenBLAS's team, for_each_task's threads), which a
+// spinning helper would share a core with. The next product wakes them.
+void park_helpers() noexcept;
 // Forgets that helpers were held off (tests: each starts from a team that shares).
 void forget_back_off();
 // Tests: with `on`, a shared product's caller claims no tile before a helper has claimed one
 // (or 10 s passed), so that a test of shared bits sees a helper's tiles however loaded the
 // machine is. Off by default: callers never wait for a helper.
 void set_helpers_claim_first(bool on);
+// Tests: how long helpers spin for the next product before they sleep (kSpin in tile_team.cpp
+// by default; a zero duration restores it).
+void set_helper_spin(std::chrono::microseconds spin);
 }  // namespace detail
 
 // Calls tile(k) for every k in [0, tiles) on up to `threads` threads (the caller's among
@@ -46,5 +54,7 @@ int tile_team_cpus();
 int tile_team_helpers();
 std::uint32_t tile_team_jobs();
 std::uint64_t tile_team_helper_tiles();
+// Tests: helpers asleep until the next product.
+int tile_team_sleeping_helpers();
 
 }  // namespace recur::parallel
