@@ -66,6 +66,12 @@ class GradSink {
   // The input's gradient so far: a dense buffer of its shape, zero where nothing was
   // added yet, that no other tensor shares.
   virtual Tensor& dense(std::size_t input) = 0;
+  // The same, for a rule whose gradient is rows [begin, end) of the input's axis 0 and zero
+  // elsewhere (x[t], a window of steps). `fresh` is set when those rows hold no gradient yet
+  // and were not zeroed: they may hold anything, and the rule must write them, not add to
+  // them. A loop's steps each write their own row of a sequence's gradient, which then never
+  // needs zeroing first.
+  virtual Tensor& dense_rows(std::size_t input, std::int64_t begin, std::int64_t end, bool& fresh) = 0;
   // Which backward pass this is (distinct for every pass a process runs): a rule that
   // defers work to a later node of the same pass (a loop's batched weight gradient) tells
   // its own pass from an earlier one that stopped half-way.

@@ -2,6 +2,7 @@
 // two modes. TensorMode is plain backward (gradients are values); VarMode records the
 // pass on the tape (grad with create_graph), so gradients can be differentiated again.
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <optional>
 #include <unordered_set>
@@ -112,23 +113,96 @@ class PassGrads {
   }
 };
 
+// Gradients handed out by rows before they were zeroed (GradSink::dense_rows): per node, the
+// rows [lo, hi) of axis 0 that no rule wrote yet and that hold whatever the buffer held. A
+// loop's steps write their rows last first, so a range shrinks from its end; what is left is
+// zeroed (settle) before anything else reads or adds to the gradient.
+class UnwrittenRows {
+ public:
+  // acc (node id's gradient, just made and not zeroed) has every row unwritten.
+  void start(std::uint32_t id, const Tensor& acc) {
+    if (acc.rank() > 0 && acc.size(0) > 0) ranges_.push_back({id, 0, acc.size(0)});
+  }
+  // Whether rows [begin, end) of acc (node id's gradient) are unwritten, and now taken by a
+  // rule that writes them. Rows inside the range but not at either end: the range is zeroed
+  // (the rule adds, as to any gradient).
+  bool take(std::uint32_t id, Tensor& acc, std::int64_t begin, std::int64_t end) {
+    const std::size_t at = find(id);
+    if (at == ranges_.size() || begin >= end) return false;
+    Range& r = ranges_[at];
+    if (end <= r.lo || begin >= r.hi) return false;  // written (or zeroed) rows
+    const bool inside = begin >= r.lo && end <= r.hi;
+    if (inside && end == r.hi) r.hi = begin;
+    else if (inside && begin == r.lo) r.lo = end;
+    else {
+      settle(id, acc);
+      return false;
+    }
+    if (r.lo >= r.hi) ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(at));
+    return true;
+  }
+  // Zeroes node id's unwritten rows of acc, and forgets them.
+  void settle(std::uint32_t id, Tensor& acc) {
+    if (ranges_.empty()) return;
+    const std::size_t at = find(id);
+    if (at == ranges_.size()) return;
+    const Range r = ranges_[at];
+    ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(at));
+    const std::size_t row = acc.nbytes() / static_cast<std::size_t>(acc.size(0));
+    std::memset(static_cast<char*>(acc.raw_data()) + static_cast<std::size_t>(r.lo) * row, 0,
+                static_cast<std::size_t>(r.hi - r.lo) * row);
+  }
+
+ private:
+  struct Range {
+    std::uint32_t id;
+    std::int64_t lo, hi;
+  };
+  std::size_t find(std::uint32_t id) const {  // ranges_.size() when it has none
+    for (std::size_t k = 0; k < ranges_.size(); ++k)
+      if (ranges_[k].id == id) return k;
+    return ranges_.size();
+  }
+  std::vector<Range> ranges_;  // a few at a time: one per sequence a loop's steps read
+};
+
 // Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
 class InputGrads final : public detail::GradSink {
  public:
-  InputGrads(std::vector<Tensor>& grads, const Tape& tape, const detail::Node& node, std::uint64_t pass)
-      : grads_(grads), tape_(tape), node_(node), pass_(pass) {}
+  InputGrads(std::vector<Tensor>& grads, UnwrittenRows& unwritten, const Tape& tape, const detail::Node& node,
+             std::uint64_t pass)
+      : grads_(grads), unwritten_(unwritten), tape_(tape), node_(node), pass_(pass) {}
   std::uint64_t pass() const override { return pass_; }
   Tensor& dense(std::size_t input) override {
-    const std::uint32_t id = node_.inputs[input];
-    Tensor& acc = grads_[id];
-    const Tensor& x = TapeAccess::node_value(tape_, id);
-    if (!acc.defined()) acc = zeros(x.shape(), x.dtype());
-    else if (!acc.storage()->unique()) acc = acc.clone();
+    Tensor& acc = own(input, false);
+    unwritten_.settle(node_.inputs[input], acc);
+    return acc;
+  }
+  Tensor& dense_rows(std::size_t input, std::int64_t begin, std::int64_t end, bool& fresh) override {
+    Tensor& acc = own(input, true);
+    fresh = unwritten_.take(node_.inputs[input], acc, begin, end);
     return acc;
   }
 
  private:
+  // The input's gradient, made (zeroed, or with every row unwritten) where none reached it
+  // yet, copied where another tensor shares its buffer.
+  Tensor& own(std::size_t input, bool by_rows) {
+    const std::uint32_t id = node_.inputs[input];
+    Tensor& acc = grads_[id];
+    const Tensor& x = TapeAccess::node_value(tape_, id);
+    if (acc.defined()) {
+      if (!acc.storage()->unique()) acc = acc.clone();
+    } else if (by_rows) {
+      acc = Tensor::empty(x.shape(), x.dtype());
+      unwritten_.start(id, acc);
+    } else {
+      acc = zeros(x.shape(), x.dtype());
+    }
+    return acc;
+  }
   std::vector<Tensor>& grads_;
+  UnwrittenRows& unwritten_;
   const Tape& tape_;
   const detail::Node& node_;
   std::uint64_t pass_;
@@ -181,6 +255,16 @@ class TensorMode : public PassGrads<Tensor> {
     if (finals_) finals_->done();
   }
 
+  // A gradient's unwritten rows are zeroed before the pass reads it or adds to it.
+  Tensor take(std::uint32_t i) {
+    if (grads_[i].defined()) unwritten_.settle(i, grads_[i]);
+    return PassGrads::take(i);
+  }
+  void add(std::uint32_t i, Tensor g) {
+    if (grads_[i].defined()) unwritten_.settle(i, grads_[i]);
+    PassGrads::add(i, std::move(g));
+  }
+
   template <class Deliver>
   void at_leaf(const Tensor& g, Deliver&& deliver) const {
     if (to_leaves_) deliver(g);
@@ -189,7 +273,7 @@ class TensorMode : public PassGrads<Tensor> {
                          std::span<const Tensor> more) {
     boost::container::small_vector<const Tensor*, 4> inputs;
     for (std::uint32_t in : n.inputs) inputs.push_back(&TapeAccess::node_value(tape_, in));
-    InputGrads sink(grads_, tape_, n, pass_);
+    InputGrads sink(grads_, unwritten_, tape_, n, pass_);
     return n.op.backward(
         BackwardArgs<Tensor>{g, InputList<Tensor>(inputs.data(), inputs.size()), n.value, needs, &sink, more});
   }
@@ -198,6 +282,7 @@ class TensorMode : public PassGrads<Tensor> {
   bool to_leaves_, consumes_;
   FinalGradients* finals_;
   std::uint64_t pass_;
+  UnwrittenRows unwritten_;
 };
 
 // create_graph: rules run on Vars, so what they compute is recorded on the tape.

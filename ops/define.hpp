@@ -43,6 +43,21 @@ bool add_in_place(const BackwardArgs<V>& a, std::size_t input, Add&& add) {
   }
   return false;
 }
+// The same for a rule whose gradient is rows [begin, end) of the input's axis 0 and zero
+// elsewhere: calls add(acc, fresh), where `fresh` says those rows hold no gradient yet and
+// must be written, not added to (GradSink::dense_rows).
+template <class V, class Add>
+bool add_rows_in_place(const BackwardArgs<V>& a, std::size_t input, std::int64_t begin, std::int64_t end, Add&& add) {
+  if constexpr (std::is_same_v<V, Tensor>) {
+    if (a.sink) {
+      bool fresh = false;
+      Tensor& acc = a.sink->dense_rows(input, begin, end, fresh);
+      add(acc, fresh);
+      return true;
+    }
+  }
+  return false;
+}
 
 // Runs an op on values (V = Tensor) or records it (V = Var): how a backward rule uses an
 // op that has no public function of its own (scatters, segment ops).

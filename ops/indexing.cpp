@@ -67,9 +67,11 @@ struct Slice {
     const Shape& in = a.inputs[0].shape();
     const std::int64_t ax = normalize_axis(name, axis, in);
     const SliceRange r = resolve(in, ax, start, stop, step);
-    if (add_in_place(a, 0, [&](Tensor& acc) {
-          detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(in, ax), r.count, r);
-        }))
+    auto scatter = [&](Tensor& acc, bool fresh = false) {
+      detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(in, ax), r.count, r, fresh);
+    };
+    // A window of steps (rows of axis 0) writes its rows of a gradient no other window wrote.
+    if (ax == 0 && r.step == 1 ? add_rows_in_place(a, 0, r.start, r.start + r.count, scatter) : add_in_place(a, 0, scatter))
       return {V()};
     return {apply_op(SliceScatter{ax, in[ax], r}, a.grad)};
   }
@@ -97,11 +99,12 @@ struct Index {
     const std::int64_t ax = normalize_axis(name, axis, kept);
     const std::int64_t n = kept[ax];
     const std::int64_t k = detail::wrap_index(i, n);
-    if (add_in_place(a, 0, [&](Tensor& acc) {
-          detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(acc.shape(), ax), 1,
-                                        [k](std::int64_t) { return k; });
-        }))
-      return {V()};
+    auto scatter = [&](Tensor& acc, bool fresh = false) {
+      detail::scatter_add_rows_into(acc, value_of(a.grad), AxisBlocks(acc.shape(), ax), 1,
+                                    [k](std::int64_t) { return k; }, fresh);
+    };
+    // x[t] of a loop's sequence: each step writes its own row of the gradient.
+    if (ax == 0 ? add_rows_in_place(a, 0, k, k + 1, scatter) : add_in_place(a, 0, scatter)) return {V()};
     kept[ax] = 1;
     return {apply_op(SliceScatter{ax, n, SliceRange{k, k + 1, 1, 1}}, reshape(a.grad, kept))};
   }

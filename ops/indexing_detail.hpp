@@ -40,16 +40,20 @@ Tensor select_rows(const Tensor& x, const AxisBlocks& b, std::int64_t count, con
 }
 
 // The adjoint of select_rows, in place: acc (of out_shape, seen as `b`) gets
-// acc[o, pos(j), :] += g[o, j, :]. Repeated positions add up.
+// acc[o, pos(j), :] += g[o, j, :]. Repeated positions add up. With `fresh` (distinct
+// positions whose rows hold no gradient yet: GradSink::dense_rows) the rows are written.
 template <class Pos>
-void scatter_add_rows_into(Tensor& acc, const Tensor& g, const AxisBlocks& b, std::int64_t count, Pos pos) {
+void scatter_add_rows_into(Tensor& acc, const Tensor& g, const AxisBlocks& b, std::int64_t count, Pos pos,
+                           bool fresh = false) {
   dispatch(g.dtype(), [&]<class T>() {
     const T* src = g.data<T>();
     T* dst = acc.data<T>();
     for (std::int64_t o = 0; o < b.outer; ++o)
       for (std::int64_t j = 0; j < count; ++j, src += b.inner) {
         T* row = dst + (o * b.n + pos(j)) * b.inner;
-        for (std::int64_t i = 0; i < b.inner; ++i) row[i] += src[i];
+        if (fresh) std::copy_n(src, b.inner, row);
+        else
+          for (std::int64_t i = 0; i < b.inner; ++i) row[i] += src[i];
       }
   });
 }

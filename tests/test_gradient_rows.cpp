@@ -1,0 +1,105 @@
+// Gradients written by rows (GradSink::dense_rows, autodiff/propagate.cpp): a rule whose
+// gradient is rows of its input's axis 0 (x[t], a window x[a:b]) gets a buffer that was not
+// zeroed where no rule wrote those rows yet, and writes them. Whatever order the rules come in,
+// whatever rows they leave out and whatever other gradients join, the result must be the
+// gradient with zeros where nothing was added: checked against sums written out by hand, on
+// buffers that show a row left unzeroed where the allocator hands back the garbage freed just
+// before, and always under AddressSanitizer (which fills every new small buffer with 0xbe).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include <recur/recur.hpp>
+
+#include "values.hpp"
+
+namespace recur {
+namespace {
+
+constexpr DType f64 = DType::float64;
+
+// x [5, 3] with x[i, j] = 10 i + j, as a variable of `tape`.
+Var rows_variable(Tape& tape) {
+  std::vector<double> v;
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j) v.push_back(10.0 * i + j);
+  return tape.variable(from_vector(v, {5, 3}));
+}
+
+// d/dx of loss, row by row (5 rows of 3).
+std::vector<double> gradient_of(const std::function<Var(const Var&)>& loss_of) {
+  // A freed buffer of garbage first, the size the gradient takes: the allocator may hand it back.
+  { Tensor garbage = full({5, 3}, 7.25e300, f64); }
+  Tape tape;
+  const Var x = rows_variable(tape);
+  tape.backward(loss_of(x));
+  return testing::values(x.grad());
+}
+
+std::vector<double> per_row(std::initializer_list<double> scale) {  // scale[i] on every element of row i
+  std::vector<double> g;
+  for (double s : scale) g.insert(g.end(), {s, s, s});
+  return g;
+}
+
+// Steps last first, as a loop's backward writes them; rows no step reads stay zero.
+TEST(GradientRows, RowsWrittenLastFirstAndRowsLeftOutAreZero) {
+  const auto g = gradient_of([](const Var& x) { return sum(index(x, 0, 1) * 2.0) + sum(index(x, 0, 3) * 3.0); });
+  EXPECT_EQ(g, per_row({0, 2, 0, 3, 0}));
+}
+
+// Rows in the order that ends in the middle of the unwritten ones (the rest is zeroed then).
+TEST(GradientRows, RowsInAnyOrder) {
+  const auto g = gradient_of([](const Var& x) {
+    return sum(index(x, 0, 2) * 1.0) + sum(index(x, 0, 4) * 2.0) + sum(index(x, 0, 0) * 3.0) + sum(index(x, 0, 1) * 5.0);
+  });
+  EXPECT_EQ(g, per_row({3, 5, 1, 0, 2}));
+}
+
+// A row read twice adds both shares; a negative index is the row from the end.
+TEST(GradientRows, ARowReadTwiceAddsAndNegativeIndicesWrap) {
+  const auto g = gradient_of([](const Var& x) { return sum(index(x, 0, 3) * 2.0) + sum(index(x, 0, -2) * 5.0); });
+  EXPECT_EQ(g, per_row({0, 0, 0, 7, 0}));
+}
+
+// Windows of rows (slice along axis 0) and single rows together.
+TEST(GradientRows, WindowsAndRows) {
+  const auto g = gradient_of([](const Var& x) {
+    return sum(slice(x, 0, 3, 5) * 2.0) + sum(index(x, 0, 2) * 3.0) + sum(slice(x, 0, 0, 2) * 5.0) +
+           sum(index(x, 0, 4) * 7.0);
+  });
+  EXPECT_EQ(g, per_row({5, 5, 3, 2, 9}));
+}
+
+// A gradient of the whole input (x * x) beside rows: its elements add to every row, written or not.
+TEST(GradientRows, AWholeGradientJoinsTheRows) {
+  const auto g = gradient_of([](const Var& x) { return sum(index(x, 0, 4) * 2.0) + sum(x * 3.0) + sum(index(x, 0, 1)); });
+  EXPECT_EQ(g, per_row({3, 4, 3, 3, 5}));
+}
+
+// A loop over the rows (scan's sequence): every row written once, last first, with and without capture.
+TEST(GradientRows, AScanOverTheRowsGivesEachRowItsGradient) {
+  for (Capture capture : {Capture::off, Capture::automatic}) {
+    Tape tape;
+    const Var x = rows_variable(tape);
+    const Var h0 = tape.constant(zeros({3}, f64));
+    ScanResult r = scan([](std::span<const Var> a) -> StepResult { return {a[1] * 0.5 + a[0]}; },
+                        {.sequences = {x}, .outputs_info = {h0}, .capture = capture});
+    tape.backward(sum(r[0]));
+    // h_t = sum_{s <= t} 0.5^(t - s) x_s, so dL/dx_s = sum_{t >= s} 0.5^(t - s) over t < 5.
+    std::vector<double> want;
+    for (int s = 0; s < 5; ++s) {
+      double d = 0;
+      for (int t = s; t < 5; ++t) d += std::pow(0.5, t - s);
+      want.insert(want.end(), {d, d, d});
+    }
+    const std::vector<double> got = testing::values(x.grad());
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace recur
