@@ -1,5 +1,6 @@
 #include <recur/core/repeated_gemm.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -61,6 +62,16 @@ void set_step_gemm(StepGemm which) { choice() = which; }
 StepGemm step_gemm() { return choice(); }
 void set_step_split(StepSplit which) { split_choice = which; }
 StepSplit step_split() { return split_choice; }
+bool shares_step_work() {
+  const StepSplit split = step_split();
+  return split != StepSplit::never && (split == StepSplit::always || detail::blas_threads_sleep_when_idle());
+}
+bool step_work_backs_off() { return step_split() != StepSplit::always; }
+std::int64_t step_work_tiles(std::int64_t elements, std::int64_t parts) {
+  constexpr std::int64_t kSharedFrom = 8192;
+  if (parts < 2 || elements < kSharedFrom || !shares_step_work()) return 1;
+  return std::min<std::int64_t>({parts, std::int64_t{std::max(1, num_threads())}, std::int64_t{parallel::tile_team_cpus()}});
+}
 
 bool onednn_built_in() { return detail::onednn_built_in(); }
 
@@ -104,11 +115,7 @@ double flops_of(std::int64_t m, std::int64_t n, std::int64_t k) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }
 // Whether a product of `flops` shares its tiles, if it runs on libxsmm.
-bool shares_tiles(double flops) {
-  const StepSplit split = step_split();
-  return flops >= kSplitFlops && split != StepSplit::never &&
-         (split == StepSplit::always || detail::blas_threads_sleep_when_idle());
-}
+bool shares_tiles(double flops) { return flops >= kSplitFlops && shares_step_work(); }
 // Whether a product of `flops` runs on libxsmm, if libxsmm makes a kernel for it.
 bool on_libxsmm(double flops) {
   const StepGemm how = step_gemm();
@@ -130,7 +137,7 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
   const double flops = flops_of(m, n, k);
   const bool small = flops <= kMaxFlops;
   split_ = shares_tiles(flops);
-  split_always_ = step_split() == StepSplit::always;
+  split_always_ = !step_work_backs_off();
   if (on_libxsmm(flops) && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
     if (how == StepGemm::onednn || (how == StepGemm::automatic && !small && detail::blas_runs_on_openmp()))

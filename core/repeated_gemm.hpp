@@ -42,6 +42,16 @@ StepGemm step_gemm();
 enum class StepSplit { automatic, always, never };
 void set_step_split(StepSplit which);
 StepSplit step_split();
+// Whether a loop's per-step work shares over recur's threads now, by StepSplit: products of
+// 1 MFLOP or more on libxsmm, a captured step's elementwise chains (large enough); and
+// whether what shares backs off after a helper was held off its core (all but `always`).
+bool shares_step_work();
+bool step_work_backs_off();
+// How many tiles a step's elementwise work of `elements` in `parts` independent parts (rows,
+// blocks) runs in (parallel::for_each_range): one per thread where per-step work shares and
+// it has at least 8192 elements and two parts (an LSTM's cell at B32 H256: a few tens of
+// microseconds, which a helper spinning for the next product takes at once); else one.
+std::int64_t step_work_tiles(std::int64_t elements, std::int64_t parts);
 bool libxsmm_built_in();
 bool onednn_built_in();
 

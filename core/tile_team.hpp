@@ -45,6 +45,16 @@ void for_each_tile(std::int64_t tiles, int threads, const F& tile, bool back_off
                     [](const void* context, std::int64_t k) noexcept { (*static_cast<const F*>(context))(k); }, &tile);
 }
 
+// Calls f(tile, begin, end) for `tiles` fixed ranges that cover [0, count) in order, tile t
+// the t-th, on up to `tiles` threads (the caller's among them): what each range holds never
+// depends on which thread runs it. f must not throw.
+template <class F>
+void for_each_range(std::int64_t count, std::int64_t tiles, const F& f, bool back_off = true) {
+  if (tiles <= 1) return f(std::int64_t{0}, std::int64_t{0}, count);
+  for_each_tile(tiles, static_cast<int>(tiles), [&](std::int64_t t) { f(t, t * count / tiles, (t + 1) * count / tiles); },
+                back_off);
+}
+
 // The CPUs the calling thread may run on (its affinity, as OMP_PROC_BIND or taskset set it):
 // a product shares its tiles with at most this many threads less one.
 int tile_team_cpus();

@@ -429,6 +429,52 @@ double scaled_error(const Tensor& a, const Tensor& b) {
   return diff / std::max(scale, 1e-300);
 }
 
+// A chain of 8192 elements or more runs its blocks in tiles over recur's threads where a
+// loop's per-step work shares (StepSplit; ChainBlocks::tiles): its values and gradients are
+// one thread's to the bit (a broadcast input's gradient sums each block's partial in block
+// order), and the recorded step's within the usual tolerance. B32 H256: four blocks a chain.
+TEST(ScanCapture, ChainsGiveOneThreadsBitsWithTheirBlocksShared) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
+  const FusingChains fusing(true);
+  constexpr std::int64_t h = 256, b = 32, t = 3;
+  const std::vector<CellCase> wide = {
+      {"lstm_merged", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {t, b, kI}, lstm_merged},
+      {"lstm_peephole", {{kI, 4 * h}, {h, 4 * h}, {4 * h}, {h}, {h}, {h}}, {{b, h}, {b, h}}, {t, b, kI}, lstm_peephole},
+      {"gru_by_hand", {{kI, 3 * h}, {h, 3 * h}, {3 * h}, {3 * h}}, {{b, h}}, {t, b, kI}, gru_by_hand},
+      {"every_chain_op", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {t, b, kI}, every_chain_op},
+      {"sums_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {t, b, kI}, sums_in_a_chain},
+      {"unary_rules_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {t, b, kI}, unary_rules_in_a_chain}};
+  for (const CellCase& c : wide) {
+    CellRun alone, shared;
+    {
+      const testing::UseStepSplit split(blas::StepSplit::never, 2);
+      const std::uint32_t jobs = parallel::tile_team_jobs();
+      alone = run_cell(c, Capture::required);
+      EXPECT_EQ(parallel::tile_team_jobs(), jobs) << c.name << ": nothing may share under StepSplit::never";
+    }
+    {
+      const testing::UseStepSplit split(blas::StepSplit::always, 2);
+      const testing::HelpersClaimFirst helpers_first;  // a helper's tiles in every shared chain
+      const std::uint64_t helped = parallel::tile_team_helper_tiles();
+      shared = run_cell(c, Capture::required);
+      EXPECT_GT(parallel::tile_team_helper_tiles(), helped) << c.name << ": no helper ran a chain's blocks";
+    }
+    EXPECT_TRUE(shared.capture.captured) << c.name << ": " << shared.capture.reason;
+    EXPECT_GE(shared.capture.fused_chains, 1) << c.name;
+    ASSERT_EQ(shared.outputs.size(), alone.outputs.size()) << c.name;
+    for (std::size_t j = 0; j < alone.outputs.size(); ++j)
+      EXPECT_TRUE(testing::same_bytes(shared.outputs[j], alone.outputs[j])) << c.name << " output " << j;
+    ASSERT_EQ(shared.grads.size(), alone.grads.size()) << c.name;
+    for (std::size_t k = 0; k < alone.grads.size(); ++k)
+      EXPECT_TRUE(testing::same_bytes(shared.grads[k], alone.grads[k])) << c.name << " gradient " << k;
+    const CellRun recorded = run_cell(c, Capture::off);
+    for (std::size_t j = 0; j < recorded.outputs.size(); ++j)
+      EXPECT_LE(relative_error(shared.outputs[j], recorded.outputs[j]), value_tolerance()) << c.name << " output " << j;
+    for (std::size_t k = 0; k < recorded.grads.size(); ++k)
+      EXPECT_LE(scaled_error(shared.grads[k], recorded.grads[k]), 1e-13) << c.name << " gradient " << k;
+  }
+}
+
 // A chain's backward hands a sum's gradient to its operands without copying it; the cell
 // mixes such sums with what must not be handed on (sums_in_a_chain). Against the recorded
 // step and a plain loop, in one block and in several: values as every cell's; gradients

@@ -114,15 +114,19 @@ struct ElementwiseChain {
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
       ChainBlocks<T> blocks(p, inputs);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
-      T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(blocks.block()));
-      auto value = [&](std::size_t k) { return values + static_cast<std::int64_t>(k) * blocks.block(); };
+      // Each tile's values of a block in its own part of the scratch.
+      const std::int64_t tiles = blocks.tiles(), per_tile = static_cast<std::int64_t>(p.code.size()) * blocks.block();
+      T* const values = scratch<T>(0, static_cast<std::size_t>(tiles * per_tile));
+      auto value = [&](std::int64_t tile, std::size_t k) {
+        return values + tile * per_tile + static_cast<std::int64_t>(k) * blocks.block();
+      };
       if (grad_enabled()) {
         outputs.assign(outs.begin(), outs.end());
         const auto n_inner = static_cast<std::int64_t>(p.kept.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
         const auto rows = value_rows<T>();
-        blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-          blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(k); });
+        blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
+          blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(tile, k); });
         });
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
           if (o == 0 || !p.outputs_read[o]) outputs[o] = Tensor();  // the first: backward reads the node's
@@ -130,10 +134,10 @@ struct ElementwiseChain {
         return;
       }
       drop_saved();
-      blocks.each_block([&](std::int64_t begin, std::int64_t n) {
-        blocks.run(begin, n, value);
+      blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
+        blocks.run(begin, n, [&](std::size_t k) { return value(tile, k); });
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
-          std::copy_n(value(p.outputs[o]), n, outs[o].template data<T>() + begin);
+          std::copy_n(value(tile, p.outputs[o]), n, outs[o].template data<T>() + begin);
       });
     });
     more.assign(outs.begin() + 1, outs.end());

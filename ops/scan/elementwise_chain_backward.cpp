@@ -52,11 +52,15 @@ struct OwnRule {
 }  // namespace
 
 // The chain's backward on values: its rules per element, block by block, reading the
-// values forward kept (values[k]: instruction k's, every element). Gradient registers per value and per
-// input live in scratch; an input's gradient is written once per block.
+// values forward kept (values[k]: instruction k's, every element). Gradient registers per
+// value and per input live in scratch, a set per tile (ChainBlocks::each_block_in_tiles); an
+// input's gradient is written once per block. A broadcast input's gradient sums every
+// block's rows: each block sums its own into a partial of its own, and the partials are added
+// in block order after the last, so the bits do not depend on which thread ran which block.
 template <class T>
 Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
                        const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
+  using Rule = recur::detail::ChainGrad;
   ChainBlocks<T> blocks(p, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
@@ -66,17 +70,38 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     if (needs[in])
       grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
                                             : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
-  T* const regs = scratch<T>(1, (n_code + n_slots) * static_cast<std::size_t>(block));
-  const auto& kernels = nn::detail::kernels<T>();
+  // Per input whose slots sum rows of several blocks into the same elements (a broadcast
+  // input, a row of columns read again in every row), the start of its partials: one of its
+  // size per block, zeroed; -1 for the others.
+  const std::int64_t n_blocks = blocks.blocks();
+  boost::container::small_vector<std::int64_t, 8> partial_at(inputs.size(), -1);
+  std::int64_t partial_size = 0;
+  for (const ChainSlot& slot : p.slots) {
+    const Tensor& in = inputs[slot.input];
+    const bool repeated = slot.column >= 0 ? ChainBlocks<T>::one_row(in, total, width) : in.numel() != total;
+    if (!repeated || !needs[slot.input] || writes[slot.input] != Writes::sum || partial_at[slot.input] >= 0) continue;
+    partial_at[slot.input] = partial_size;
+    partial_size += in.numel();
+  }
+  std::vector<T> partial_sums(static_cast<std::size_t>(partial_size * n_blocks), T(0));
+  const std::int64_t tiles = blocks.tiles();
+  const std::size_t regs_per_tile = (n_code + n_slots) * static_cast<std::size_t>(block);
+  const std::size_t remade_per_tile = p.recomputed.size() * static_cast<std::size_t>(block);
+  T* const regs_all = scratch<T>(1, static_cast<std::size_t>(tiles) * regs_per_tile);
   // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
-  T* const remade = scratch<T>(0, p.recomputed.size() * static_cast<std::size_t>(block));
+  T* const remade_all = scratch<T>(0, static_cast<std::size_t>(tiles) * remade_per_tile);
+  const auto& kernels = nn::detail::kernels<T>();
   boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
   for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
-  Flags written(n_code + n_slots, 0);
+  // Per tile: which registers a block wrote, and the slots' registers (made here: a tile may
+  // run on a helper, which must not allocate).
+  std::vector<Flags> written_of(static_cast<std::size_t>(tiles), Flags(n_code + n_slots, 0));
+  std::vector<boost::container::small_vector<Run<T>, 32>> slot_reg_of(static_cast<std::size_t>(tiles),
+                                                                        boost::container::small_vector<Run<T>, 32>(n_slots));
   // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
   // columns of every row), written in place: the first row's elements and the row stride.
   // nullptr where slots sum their shares (a register of scratch, added after each block).
-  boost::container::small_vector<Run<T>, 32> in_place(n_slots), slot_reg(n_slots);
+  boost::container::small_vector<Run<T>, 32> in_place(n_slots);
   for (std::size_t j = 0; j < n_slots; ++j) {
     const ChainSlot& slot = p.slots[j];
     if (!needs[slot.input] || writes[slot.input] == Writes::sum) continue;
@@ -100,23 +125,26 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   for (std::size_t o = 0; o < p.outputs.size(); ++o)
     if (out_grads[o].defined() && p.output_not_operand[o])
       given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
-  // Instruction k's own rule when it has one operand (in = p.code[k]): d(-x) = -g,
-  // d tanh x = g (1 - y^2), d sigmoid x = g y (1 - y), d e^x = g y, d relu x = x > 0 ? g : 0.
-  auto own_rule = [&](const ChainInstruction& in, std::size_t k, std::int64_t begin, auto&& value) -> OwnRule<T> {
-    using Rule = recur::detail::ChainGrad;
-    const Run<const T> y{value(k)};
-    switch (in.code) {
-      case ChainCode::neg: return {Rule::negate, {}};
-      case ChainCode::tanh: return {Rule::tanh, y};
-      case ChainCode::sigmoid: return {Rule::sigmoid, y};
-      case ChainCode::exp: return {Rule::times, y};
-      default: return {Rule::relu, blocks.operand(in.a, begin, value)};  // relu
-    }
-  };
-  blocks.each_block([&](std::int64_t begin, std::int64_t n) {
+  blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t index, std::int64_t begin, std::int64_t n) {
+    T* const regs = regs_all + static_cast<std::size_t>(tile) * regs_per_tile;
+    T* const remade = remade_all + static_cast<std::size_t>(tile) * remade_per_tile;
+    Flags& written = written_of[static_cast<std::size_t>(tile)];
+    auto& slot_reg = slot_reg_of[static_cast<std::size_t>(tile)];
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
       return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
+    };
+    // Instruction k's own rule when it has one operand (in = p.code[k]): d(-x) = -g,
+    // d tanh x = g (1 - y^2), d sigmoid x = g y (1 - y), d e^x = g y, d relu x = x > 0 ? g : 0.
+    auto own_rule = [&](const ChainInstruction& in, std::size_t k) -> OwnRule<T> {
+      const Run<const T> y{value(k)};
+      switch (in.code) {
+        case ChainCode::neg: return {Rule::negate, {}};
+        case ChainCode::tanh: return {Rule::tanh, y};
+        case ChainCode::sigmoid: return {Rule::sigmoid, y};
+        case ChainCode::exp: return {Rule::times, y};
+        default: return {Rule::relu, blocks.operand(in.a, begin, value)};  // relu
+      }
     };
     for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
     std::fill(written.begin(), written.end(), 0);
@@ -133,7 +161,6 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       if (r >= n_code) return slot_reg[r - n_code];
       return given[r] ? Run<T>{given[r] + begin} : Run<T>{regs + r * block};
     };
-    using Rule = recur::detail::ChainGrad;
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
       if (out_grads[o].defined()) {
         const std::size_t r = p.outputs[o];
@@ -156,7 +183,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
           const ChainInstruction& f = p.code[o.index];
           if (f.a.is_input && !needs[p.slots[f.a.index].input]) return;
           const std::size_t r = register_of(f.a, n_code);
-          const OwnRule<T> then = own_rule(f, o.index, begin, value);
+          const OwnRule<T> then = own_rule(f, o.index);
           const Run<T> into = reg(r);
           blocks.each_run(n, {u.stride, v.stride, then.reads.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
             kernels.chain_grad_then_row(rule, then.rule, written[r], gy + row * width, blocks.at(u, row),
@@ -196,7 +223,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
           add(in.b, Rule::divisor, y, b);
           break;
         default: {  // one operand
-          const OwnRule<T> own = own_rule(in, k, begin, value);
+          const OwnRule<T> own = own_rule(in, k);
           add(in.a, own.rule, own.reads);
         }
       }
@@ -207,10 +234,11 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       T* d = grads[slot.input].data<T>();
       const Tensor& in = inputs[slot.input];
       const std::int64_t size = in.numel();
-      const std::int64_t stride = slot.column < 0 || ChainBlocks<T>::one_row(in, total, width) ? 0 : in.shape().back();
-      T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
+      const bool one_row = ChainBlocks<T>::one_row(in, total, width);
+      const std::int64_t stride = slot.column < 0 || one_row ? 0 : in.shape().back();
       const Writes how = writes[slot.input];
       if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
+        T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
         if (how == Writes::whole) std::fill_n(d + begin, n, T(0));
         if (how == Writes::tiled)
           for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
@@ -218,6 +246,9 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       }
       if (how != Writes::sum) continue;  // written in place
       const T* g = reg(n_code + j).p;
+      // Rows read again in every block add into this block's partial, the rest into d.
+      if (partial_at[slot.input] >= 0) d = partial_sums.data() + index * partial_size + partial_at[slot.input];
+      T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
       if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
           for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];
@@ -229,6 +260,15 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       }
     }
   });
+  for (std::size_t in = 0; in < inputs.size(); ++in) {  // the partials, block by block
+    if (partial_at[in] < 0) continue;
+    T* const d = grads[in].data<T>();
+    const std::int64_t size = inputs[in].numel();
+    for (std::int64_t b = 0; b < n_blocks; ++b) {
+      const T* part = partial_sums.data() + b * partial_size + partial_at[in];
+      for (std::int64_t i = 0; i < size; ++i) d[i] += part[i];
+    }
+  }
   return grads;
 }
 

@@ -9,8 +9,10 @@
 #include <initializer_list>
 #include <vector>
 
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/core/small_vector.hpp>
 #include <recur/core/tensor.hpp>
+#include <recur/core/tile_team.hpp>
 #include <recur/autodiff/op_box.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_detail.hpp>
@@ -105,6 +107,19 @@ class ChainBlocks {
   void each_block(F&& f) const {
     for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
   }
+  std::int64_t blocks() const { return block_ > 0 ? (total_ + block_ - 1) / block_ : 0; }
+  // How many tiles the blocks run in (blas::step_work_tiles: one per thread where a loop's
+  // per-step work shares over recur's threads and the chain is large enough; else one).
+  std::int64_t tiles() const { return blas::step_work_tiles(total_, blocks()); }
+  // f(tile, index, begin, n) for every block: tile t of `tiles` runs a fixed run of blocks in
+  // order (so what a tile's scratch holds never depends on timing), the tiles on recur's
+  // threads (parallel::for_each_range). f must not throw or allocate: it may run on a helper.
+  template <class F>
+  void each_block_in_tiles(std::int64_t tiles, F&& f) const {
+    parallel::for_each_range(blocks(), tiles, [&](std::int64_t t, std::int64_t first, std::int64_t end) {
+      for (std::int64_t b = first; b < end; ++b) f(t, b, b * block_, std::min(block_, total_ - b * block_));
+    }, blas::step_work_backs_off());
+  }
 
   // An operand's elements [begin, begin + n) (whole periods): `values(k)` gives instruction
   // k's, contiguous; a slot of columns gives its first row's and the input's row stride.
@@ -140,7 +155,7 @@ class ChainBlocks {
 
   // Every instruction's value over elements [begin, begin + n), into values(k).
   template <class Values>
-  void run(std::int64_t begin, std::int64_t n, Values&& values) {
+  void run(std::int64_t begin, std::int64_t n, Values&& values) const {
     for (std::size_t k = 0; k < p_.code.size(); ++k) run_instruction(k, begin, n, values, values(k));
   }
   // Instruction k's value over elements [begin, begin + n), into y.

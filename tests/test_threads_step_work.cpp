@@ -1,0 +1,94 @@
+// A loop step's elementwise work shared over recur's threads (blas::step_work_tiles): a
+// captured step's fused chain runs its blocks in tiles, and the fused layers their cells'
+// rows. Built under ThreadSanitizer too (test_threads*): every tile writes only its own
+// elements and scratch. Against the same work on one thread (StepSplit::never), to the bit.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <recur/recur.hpp>
+
+#include "step_gemm_scope.hpp"
+#include "values.hpp"
+
+namespace recur {
+namespace {
+
+constexpr DType f64 = DType::float64;
+
+// One training step of a hand-written LSTM cell in scan (captured: its gates' work one fused
+// chain of B H = 8192 elements, four blocks), float64; its values and every gradient.
+std::vector<Tensor> captured_lstm_step() {
+  constexpr std::int64_t kT = 3, kB = 32, kI = 4, kH = 256;
+  Generator gen(3);
+  Tape tape;
+  const Var wx = tape.variable(uniform({kI, 4 * kH}, -0.3, 0.3, gen, f64));
+  const Var wh = tape.variable(uniform({kH, 4 * kH}, -0.1, 0.1, gen, f64));
+  const Var b = tape.variable(uniform({4 * kH}, -0.1, 0.1, gen, f64));
+  const Var xs = tape.variable(uniform({kT, kB, kI}, -1, 1, gen, f64));
+  const Var z = tape.constant(zeros({kB, kH}, f64));
+  auto cell = [](std::span<const Var> a) -> StepResult {
+    const std::vector<Var> g = split(matmul(a[0], a[3]) + matmul(a[1], a[4]) + a[5], 1, 4);
+    const Var c = sigmoid(g[1]) * a[2] + sigmoid(g[0]) * tanh(g[2]);
+    return {sigmoid(g[3]) * tanh(c), c};
+  };
+  const ScanResult r = scan(cell, {.sequences = {xs}, .outputs_info = {z, z}, .non_sequences = {wx, wh, b},
+                                   .capture = Capture::required});
+  EXPECT_GE(r.capture.fused_chains, 1) << r.capture.reason;
+  tape.backward(sum(r[0] * r[0]) + sum(r[1]));
+  return {r[0].value(), r[1].value(), wx.grad(), wh.grad(), b.grad(), xs.grad()};
+}
+
+// One training step of nn::LSTM, nn::GRU or nn::RNN at B32 H256 (their cells' rows shared), float64.
+std::vector<Tensor> layer_step(const std::string& kind) {
+  Generator gen(5);
+  nn::RecurrentOptions o{.input_size = 4, .hidden_size = 256};
+  o.dtype = f64;
+  Tape tape;
+  const Var x = tape.variable(uniform({3, 32, 4}, -1, 1, gen, f64));
+  std::vector<Tensor> out;
+  auto run = [&](const auto& layer) {
+    const nn::RecurrentOutput y = layer(x);
+    tape.backward(sum(y.output * y.output));
+    out.push_back(y.output.value());
+    for (const auto& [name, p] : layer.named_parameters()) out.push_back(p.grad());
+  };
+  if (kind == "lstm") run(nn::LSTM(o, gen));
+  else if (kind == "gru") run(nn::GRU(o, gen));
+  else run(nn::RNN(o, gen));
+  out.push_back(x.grad());
+  return out;
+}
+
+void expect_same_bits_shared(const std::string& what, const std::function<std::vector<Tensor>()>& step) {
+  std::vector<Tensor> alone, shared;
+  {
+    const testing::UseStepSplit split(blas::StepSplit::never, 2);
+    alone = step();
+  }
+  {
+    const testing::UseStepSplit split(blas::StepSplit::always, 2);
+    const testing::HelpersClaimFirst helpers_first;  // a helper's tiles in every shared piece of work
+    const std::uint64_t helped = parallel::tile_team_helper_tiles();
+    shared = step();
+    EXPECT_GT(parallel::tile_team_helper_tiles(), helped) << what << ": no helper ran a tile";
+  }
+  ASSERT_EQ(shared.size(), alone.size()) << what;
+  for (std::size_t i = 0; i < alone.size(); ++i)
+    EXPECT_TRUE(testing::same_bytes(shared[i], alone[i])) << what << " result " << i;
+}
+
+TEST(StepWorkShared, ACapturedChainsBlocksGiveOneThreadsBits) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
+  expect_same_bits_shared("captured LSTM cell", captured_lstm_step);
+}
+
+TEST(StepWorkShared, TheLayersCellRowsGiveOneThreadsBits) {
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
+  for (const std::string kind : {"lstm", "gru", "rnn"}) expect_same_bits_shared(kind, [&] { return layer_step(kind); });
+}
+
+}  // namespace
+}  // namespace recur
