@@ -49,7 +49,7 @@ bool shares_step_work();
 bool step_work_backs_off();
 // How many tiles a step's elementwise work of `elements` in `parts` independent parts (rows,
 // blocks) runs in (parallel::for_each_range): one per thread where per-step work shares and
-// it has at least 8192 elements and two parts (an LSTM's cell at B32 H256: a few tens of
+// it has at least 8192 elements and two parts (a captured LSTM step's chain at B32 H256: tens of
 // microseconds, which a helper spinning for the next product takes at once); else one.
 std::int64_t step_work_tiles(std::int64_t elements, std::int64_t parts);
 bool libxsmm_built_in();

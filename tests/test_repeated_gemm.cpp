@@ -280,16 +280,15 @@ void expect_layers_agree(StepGemm which, DType dtype, double tolerance) {
   }
 }
 
-// The layers at sizes whose products share their tiles (2-8 MFLOP) and whose cells share
-// their rows (8192 elements a step, blas::step_work_tiles): the same bits with the work
-// shared over threads as on one thread, values and every gradient.
+// The layers at sizes whose products share their tiles (2-8 MFLOP): the same bits with the
+// tiles shared over threads as on one thread, values and every gradient.
 TEST(RepeatedGemm, FusedLayersGiveOneThreadsBitsWithTilesShared) {
   SKIP_UNLESS_LIBXSMM_RUNS_M_PRODUCTS();
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
   const UseStepGemm use(StepGemm::libxsmm);
   auto train = [](const std::string& cell, blas::StepSplit split) {
     const testing::UseStepSplit use(split, 2);  // OpenBLAS's whole-sequence products on two threads either way
-    return train_step(cell, nn::RecurrentOptions{.input_size = 8, .hidden_size = 256}, {20, 32, 8});
+    return train_step(cell, nn::RecurrentOptions{.input_size = 8, .hidden_size = 256}, {40, 16, 8});
   };
   for (const std::string cell : {"lstm", "gru", "rnn"}) {
     const std::uint32_t jobs = parallel::tile_team_jobs();

@@ -1,7 +1,7 @@
 // A loop step's elementwise work shared over recur's threads (blas::step_work_tiles): a
-// captured step's fused chain runs its blocks in tiles, and the fused layers their cells'
-// rows. Built under ThreadSanitizer too (test_threads*): every tile writes only its own
-// elements and scratch. Against the same work on one thread (StepSplit::never), to the bit.
+// captured step's fused chain runs its blocks in tiles. Built under ThreadSanitizer too
+// (test_threads*): every tile writes only its own elements and scratch. Against the same
+// work on one thread (StepSplit::never), to the bit.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -41,27 +41,6 @@ std::vector<Tensor> captured_lstm_step() {
   return {r[0].value(), r[1].value(), wx.grad(), wh.grad(), b.grad(), xs.grad()};
 }
 
-// One training step of nn::LSTM, nn::GRU or nn::RNN at B32 H256 (their cells' rows shared), float64.
-std::vector<Tensor> layer_step(const std::string& kind) {
-  Generator gen(5);
-  nn::RecurrentOptions o{.input_size = 4, .hidden_size = 256};
-  o.dtype = f64;
-  Tape tape;
-  const Var x = tape.variable(uniform({3, 32, 4}, -1, 1, gen, f64));
-  std::vector<Tensor> out;
-  auto run = [&](const auto& layer) {
-    const nn::RecurrentOutput y = layer(x);
-    tape.backward(sum(y.output * y.output));
-    out.push_back(y.output.value());
-    for (const auto& [name, p] : layer.named_parameters()) out.push_back(p.grad());
-  };
-  if (kind == "lstm") run(nn::LSTM(o, gen));
-  else if (kind == "gru") run(nn::GRU(o, gen));
-  else run(nn::RNN(o, gen));
-  out.push_back(x.grad());
-  return out;
-}
-
 void expect_same_bits_shared(const std::string& what, const std::function<std::vector<Tensor>()>& step) {
   std::vector<Tensor> alone, shared;
   {
@@ -83,11 +62,6 @@ void expect_same_bits_shared(const std::string& what, const std::function<std::v
 TEST(StepWorkShared, ACapturedChainsBlocksGiveOneThreadsBits) {
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
   expect_same_bits_shared("captured LSTM cell", captured_lstm_step);
-}
-
-TEST(StepWorkShared, TheLayersCellRowsGiveOneThreadsBits) {
-  SKIP_UNLESS_TILES_CAN_BE_SHARED();
-  for (const std::string kind : {"lstm", "gru", "rnn"}) expect_same_bits_shared(kind, [&] { return layer_step(kind); });
 }
 
 }  // namespace

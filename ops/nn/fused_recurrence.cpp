@@ -19,7 +19,6 @@
 #include <recur/core/blas.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/creation.hpp>
-#include <recur/core/tile_team.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
@@ -32,13 +31,6 @@
 
 namespace recur::nn {
 namespace {
-
-// f(tile, first, end) over `tiles` fixed runs of a step's batch rows (blas::step_work_tiles),
-// on recur's threads, backing off as the per-step products do on a busy machine.
-template <class F>
-void each_row_range(std::int64_t batch, std::int64_t tiles, const F& f) {
-  parallel::for_each_range(batch, tiles, f, blas::step_work_backs_off());
-}
 
 using detail::FusedGeometry;
 
@@ -184,11 +176,7 @@ struct FusedRecurrence {
     const std::int64_t interval = detail::replay_interval(steps);
     Tensor cells = lstm() ? Tensor::empty({(steps - 1) / interval, batch, n}, x.dtype()) : Tensor();
     std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * crows) : 0);  // c_{t-1} and c_t
-    // A step's elementwise work over the batch's rows, in tiles over recur's threads where
-    // per-step work shares (blas::step_work_tiles); each row's the same whichever runs it.
-    const std::int64_t cell_tiles = blas::step_work_tiles(crows, batch);
-    // GRU: h W_hh^T [B, 3H] and r h [B, H]; LSTM: tanh c' of a row, per tile.
-    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : cell_tiles * n));
+    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : n));  // GRU: h W_hh^T [B, 3H] and r h [B, H]
     std::vector<T> m(static_cast<std::size_t>(projected() ? crows : 0));  // o * tanh(c), before W_hr
     Tensor hn = gru() && !reset_inside() ? Tensor::empty({steps, batch, n}, x.dtype()) : Tensor();
     T* h = out.data<T>();
@@ -216,10 +204,8 @@ struct FusedRecurrence {
       if (lstm()) {
         T* c = ring.data() + (s % 2) * crows;
         T* mt = projected() ? m.data() : ht;  // o * tanh(c'), h' itself without a projection
-        each_row_range(batch, cell_tiles, [&](std::int64_t tile, std::int64_t first, std::int64_t end) {
-          for (std::int64_t b = first; b < end; ++b)
-            kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data() + tile * n, n);
-        });
+        for (std::int64_t b = 0; b < batch; ++b)
+          kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data(), n);
         if (projected())  // h' = m W_hr^T
           blas::gemm(false, true, batch, p, n, T(1), mt, n, data<T>(in, In::w_hr), n, T(0), ht, p);
         carry_finished(t, cp, c, batch, n);
@@ -227,9 +213,7 @@ struct FusedRecurrence {
           std::copy(c, c + crows, cells.data<T>() + ((s + 1) / interval - 1) * crows);
         cp = c;
       } else {
-        each_row_range(batch, cell_tiles, [&](std::int64_t, std::int64_t first, std::int64_t end) {
-          kernels.rnn.forward(g + first * n, (end - first) * n, options.nonlinearity);
-        });
+        kernels.rnn.forward(g, hrows, options.nonlinearity);
       }
       carry_finished(t, hp, ht, batch, p);
       hp = ht;
@@ -265,26 +249,17 @@ struct FusedRecurrence {
     const std::int64_t cols = reset_inside() ? 2 * n : gh;
     gates(hprev, hp);
     add_bias(hp, batch, gh, b_hh_from<T>(in, 0), cols);
-    if (!reset_inside()) {  // each row on its own: in tiles over recur's threads (blas::step_work_tiles)
-      each_row_range(batch, blas::step_work_tiles(batch * n, batch), [&](std::int64_t, std::int64_t first, std::int64_t end) {
-        for (std::int64_t b = first; b < end; ++b) {
-          gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
-          gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, true, n);
-          gru_rows.blend(g + b * gh, hprev + b * n, ht + b * n, n);
-          if (hn) std::copy(hp + b * gh + 2 * n, hp + b * gh + 3 * n, hn + b * n);
-        }
-      });
-      return;
-    }
-    // ONNX's form: the candidate's product reads r h, so the rows wait for every reset gate.
     for (std::int64_t b = 0; b < batch; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
-    for (std::int64_t b = 0; b < batch; ++b)
-      for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
-    blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
-    add_bias(hp + 2 * n, batch, gh, b_hh_from<T>(in, 2 * n), n);
+    if (reset_inside()) {
+      for (std::int64_t b = 0; b < batch; ++b)
+        for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
+      blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
+      add_bias(hp + 2 * n, batch, gh, b_hh_from<T>(in, 2 * n), n);
+    }
     for (std::int64_t b = 0; b < batch; ++b) {
-      gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, false, n);
+      gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
       gru_rows.blend(g + b * gh, hprev + b * n, ht + b * n, n);
+      if (hn) std::copy(hp + b * gh + 2 * n, hp + b * gh + 3 * n, hn + b * n);
     }
   }
 
@@ -356,8 +331,7 @@ struct FusedRecurrence {
     // dh: the whole gradient reaching h at the current step, its upstream row plus what the
     // step after it sends back (added by the gemm, beta = 1, so no separate pass). A GRU's
     // h also reaches h' directly (h' = ... + z h): that share waits in `direct`.
-    const std::int64_t cell_tiles = blas::step_work_tiles(crows, batch);  // as forward's
-    std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(cell_tiles * n));
+    std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n));
     // With lengths, a finished element's h passes straight through too: its dh waits there.
     std::vector<T> direct(static_cast<std::size_t>(gru() || !lengths.empty() ? hrows : 0));
     std::vector<T> d_rh(static_cast<std::size_t>(reset_inside() ? hrows : 0));  // ONNX's GRU: r h's gradient
@@ -392,21 +366,16 @@ struct FusedRecurrence {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
         if (w_hr) project_backward(dgt, c, dh.data(), m.data(), dm.data(), w_hr, st.w_hr, t, batch, n, p, gh);
         const T* dout = w_hr ? dm.data() : dh.data();
-        each_row_range(batch, cell_tiles, [&](std::int64_t tile, std::int64_t first, std::int64_t end) {
-          for (std::int64_t b = first; b < end; ++b)
-            if (runs(t, b))  // a finished element's dc passes through unchanged
-              kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
-                                    scratch.data() + tile * n, n);
-        });
+        for (std::int64_t b = 0; b < batch; ++b)
+          if (runs(t, b))  // a finished element's dc passes through unchanged
+            kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
+                                  scratch.data(), n);
       } else if (gru()) {
         const T* hprev = s == 0 ? data<T>(in, In::h0) : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                           hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh);
       } else {
-        each_row_range(batch, cell_tiles, [&](std::int64_t, std::int64_t first, std::int64_t end) {
-          kernels.rnn.backward(h + t * hrows + first * n, dh.data() + first * n, dgt + first * n, (end - first) * n,
-                               options.nonlinearity);
-        });
+        kernels.rnn.backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
       }
       if (!lengths.empty()) pass_finished(t, dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                                           dh.data(), direct.data(), batch, p, gh);
@@ -472,33 +441,25 @@ struct FusedRecurrence {
   template <class T>
   void gru_backward_step(T* dgt, T* drt, T* rh, const T* hprev, const T* dh, T* direct, T* d_rh, std::int64_t t,
                          std::int64_t batch, std::int64_t n, const T* w_hh) const {
-    if (!reset_inside()) return gru_backward_rows(dgt, drt, hprev, dh, direct, t, batch, n);
-    // ONNX's form: r h's gradient is a product over every row's candidate gradient.
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
-    for (std::int64_t b = 0; b < batch; ++b)
-      for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
+    if (reset_inside())
+      for (std::int64_t b = 0; b < batch; ++b)
+        for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
     for (std::int64_t b = 0; b < batch; ++b)
       gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
-    // r h's gradient dn W_hn, into the reset gate's and h_prev's.
-    blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
-    for (std::int64_t b = 0; b < batch; ++b)
-      gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
-  }
-  // The same in PyTorch's form, each row on its own: in tiles over recur's threads.
-  template <class T>
-  void gru_backward_rows(T* dgt, T* drt, const T* hprev, const T* dh, T* direct, std::int64_t t, std::int64_t batch,
-                         std::int64_t n) const {
-    const auto& gru_rows = detail::kernels<T>().gru;
-    const std::int64_t gh = 3 * n;
+    if (reset_inside()) {
+      // r h's gradient dn W_hn, into the reset gate's and h_prev's.
+      blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
+      for (std::int64_t b = 0; b < batch; ++b)
+        gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
+      return;
+    }
     const T* hn = saved->hn.data<T>() + t * batch * n;
-    each_row_range(batch, blas::step_work_tiles(batch * n, batch), [&](std::int64_t, std::int64_t first, std::int64_t end) {
-      for (std::int64_t b = first; b < end; ++b) {
-        gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
-        gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
-        std::copy(dgt + b * gh, dgt + b * gh + 2 * n, drt + b * gh);
-      }
-    });
+    for (std::int64_t b = 0; b < batch; ++b) {
+      gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
+      std::copy(dgt + b * gh, dgt + b * gh + 2 * n, drt + b * gh);
+    }
   }
 
   // create_graph: the same function recorded op by op through scan, differentiated again.
