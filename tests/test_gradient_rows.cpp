@@ -28,14 +28,28 @@ Var rows_variable(Tape& tape) {
   return tape.variable(from_vector(v, {5, 3}));
 }
 
-// d/dx of loss, row by row (5 rows of 3).
+// A buffer of the gradient's size full of garbage, freed: the pool hands the last block freed
+// of a size back first, so the gradient that backward makes next is likely to get it.
+void free_garbage() { Tensor garbage = full({5, 3}, 7.25e300, f64); }
+
+// d/dx of loss, row by row (5 rows of 3): by backward, and by grad() (which keeps it).
 std::vector<double> gradient_of(const std::function<Var(const Var&)>& loss_of) {
-  // A freed buffer of garbage first, the size the gradient takes: the allocator may hand it back.
-  { Tensor garbage = full({5, 3}, 7.25e300, f64); }
+  std::vector<double> by_grad;
+  {
+    Tape tape;
+    const Var x = rows_variable(tape);
+    const Var loss = loss_of(x);
+    free_garbage();
+    by_grad = testing::values(grad(loss, x));
+  }
   Tape tape;
   const Var x = rows_variable(tape);
-  tape.backward(loss_of(x));
-  return testing::values(x.grad());
+  const Var loss = loss_of(x);
+  free_garbage();
+  tape.backward(loss);
+  const std::vector<double> by_backward = testing::values(x.grad());
+  EXPECT_EQ(by_grad, by_backward);
+  return by_backward;
 }
 
 std::vector<double> per_row(std::initializer_list<double> scale) {  // scale[i] on every element of row i
@@ -48,6 +62,25 @@ std::vector<double> per_row(std::initializer_list<double> scale) {  // scale[i] 
 TEST(GradientRows, RowsWrittenLastFirstAndRowsLeftOutAreZero) {
   const auto g = gradient_of([](const Var& x) { return sum(index(x, 0, 1) * 2.0) + sum(index(x, 0, 3) * 3.0); });
   EXPECT_EQ(g, per_row({0, 2, 0, 3, 0}));
+}
+
+// Backward reaches the later rows first (the ops recorded last): rows 4 and 3 are written
+// where they lie, and rows 0-2, which no rule wrote, must be zeroed when the gradient is read.
+TEST(GradientRows, RowsNoRuleWroteAreZeroedWhenTheGradientIsRead) {
+  EXPECT_EQ(gradient_of([](const Var& x) { return sum(index(x, 0, 4) * 2.0); }), per_row({0, 0, 0, 0, 2}));
+  const auto g = gradient_of([](const Var& x) {
+    const Var third = sum(index(x, 0, 3) * 3.0);
+    const Var fourth = sum(index(x, 0, 4) * 2.0);  // recorded after: its rule runs first
+    return third + fourth;
+  });
+  EXPECT_EQ(g, per_row({0, 0, 0, 3, 2}));
+  // The first rows, then the last: the range shrinks from both ends; row 2 is left.
+  const auto h = gradient_of([](const Var& x) {
+    const Var last = sum(index(x, 0, 4) * 5.0);
+    const Var first = sum(slice(x, 0, 0, 2) * 7.0);  // recorded after: its rule runs first
+    return last + first;
+  });
+  EXPECT_EQ(h, per_row({7, 7, 0, 0, 5}));
 }
 
 // Rows in the order that ends in the middle of the unwritten ones (the rest is zeroed then).

@@ -596,12 +596,12 @@ TEST(ScanCapture, AnInputReadSlicedAndWholeGetsBothGradients) {
 }
 
 // Which one-operand instructions the backward folds into their reader's pass: the program
-// of unary_rules_in_a_chain's shape, written out (slots g0, g1, g2, h).
+// of unary_rules_in_a_chain's shape, written out (slots g0, g1, g2, h, g4), and more.
 TEST(ScanCapture, AChainFoldsTheRulesThatKeepTheOrderOfItsSums) {
   using scan_engine::detail::ChainCode;
   using scan_engine::detail::ChainProgram;
   ChainProgram p;
-  p.slots = {{0, -1}, {1, -1}, {2, -1}, {3, -1}};
+  p.slots = {{0, -1}, {1, -1}, {2, -1}, {3, -1}, {4, -1}};
   auto in = [](std::uint16_t j) { return scan_engine::detail::ChainOperand{true, j}; };
   auto v = [](std::uint16_t k) { return scan_engine::detail::ChainOperand{false, k}; };
   p.code = {{ChainCode::sigmoid, in(1), {}},  // 0 sigmoid(g1): read by a folded tanh: kept
@@ -609,7 +609,7 @@ TEST(ScanCapture, AChainFoldsTheRulesThatKeepTheOrderOfItsSums) {
             {ChainCode::mul, v(1), in(3)},    // 2
             {ChainCode::neg, in(2), {}},      // 3 -g2: read by a folded relu: kept
             {ChainCode::relu, v(3), {}},      // 4 folded into 6
-            {ChainCode::exp, in(0), {}},      // 5 folded into 6 (g0 read earlier, by 3: not between)
+            {ChainCode::exp, in(0), {}},      // 5 folded into 6 (g0 is read by 13, after 6: not between)
             {ChainCode::mul, v(4), v(5)},     // 6
             {ChainCode::mul, v(2), v(6)},     // 7
             {ChainCode::sigmoid, v(7), {}},   // 8 swish: its reader reads 7 too: kept
@@ -618,11 +618,14 @@ TEST(ScanCapture, AChainFoldsTheRulesThatKeepTheOrderOfItsSums) {
             {ChainCode::tanh, v(10), {}},     // 11 read twice: kept
             {ChainCode::add, v(11), v(11)},   // 12
             {ChainCode::neg, in(0), {}},      // 13 its reader adds: a copy, read where it is
-            {ChainCode::add, v(13), v(12)}};  // 14
-  p.outputs = {14, 10};
+            {ChainCode::add, v(13), v(12)},   // 14
+            {ChainCode::sigmoid, in(4), {}},  // 15 kept: 16, between it and its reader, reads g4 too
+            {ChainCode::mul, in(4), in(3)},   // 16
+            {ChainCode::mul, v(15), v(16)}};  // 17
+  p.outputs = {14, 10, 17};
   p.shape = {2, 3};
   scan_engine::detail::chain::plan_backward(p);
-  const std::vector<std::uint8_t> want = {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<std::uint8_t> want = {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_EQ(p.folded, want);
 }
 

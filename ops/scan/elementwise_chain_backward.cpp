@@ -83,7 +83,9 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     partial_at[slot.input] = partial_size;
     partial_size += in.numel();
   }
-  std::vector<T> partial_sums(static_cast<std::size_t>(partial_size * n_blocks), T(0));
+  // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
+  T* const partial_sums = scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks));
+  std::fill_n(partial_sums, partial_size * n_blocks, T(0));
   const std::int64_t tiles = blocks.tiles();
   const std::size_t regs_per_tile = (n_code + n_slots) * static_cast<std::size_t>(block);
   const std::size_t remade_per_tile = p.recomputed.size() * static_cast<std::size_t>(block);
@@ -95,9 +97,9 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
   // Per tile: which registers a block wrote, and the slots' registers (made here: a tile may
   // run on a helper, which must not allocate).
-  std::vector<Flags> written_of(static_cast<std::size_t>(tiles), Flags(n_code + n_slots, 0));
-  std::vector<boost::container::small_vector<Run<T>, 32>> slot_reg_of(static_cast<std::size_t>(tiles),
-                                                                        boost::container::small_vector<Run<T>, 32>(n_slots));
+  boost::container::small_vector<Flags, 4> written_of(static_cast<std::size_t>(tiles), Flags(n_code + n_slots, 0));
+  boost::container::small_vector<boost::container::small_vector<Run<T>, 32>, 4> slot_reg_of(
+      static_cast<std::size_t>(tiles), boost::container::small_vector<Run<T>, 32>(n_slots));
   // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
   // columns of every row), written in place: the first row's elements and the row stride.
   // nullptr where slots sum their shares (a register of scratch, added after each block).
@@ -247,7 +249,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       if (how != Writes::sum) continue;  // written in place
       const T* g = reg(n_code + j).p;
       // Rows read again in every block add into this block's partial, the rest into d.
-      if (partial_at[slot.input] >= 0) d = partial_sums.data() + index * partial_size + partial_at[slot.input];
+      if (partial_at[slot.input] >= 0) d = partial_sums + index * partial_size + partial_at[slot.input];
       T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
       if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
@@ -265,7 +267,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     T* const d = grads[in].data<T>();
     const std::int64_t size = inputs[in].numel();
     for (std::int64_t b = 0; b < n_blocks; ++b) {
-      const T* part = partial_sums.data() + b * partial_size + partial_at[in];
+      const T* part = partial_sums + b * partial_size + partial_at[in];
       for (std::int64_t i = 0; i < size; ++i) d[i] += part[i];
     }
   }

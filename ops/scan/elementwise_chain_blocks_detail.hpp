@@ -27,7 +27,7 @@ using Flags = boost::container::small_vector<std::uint8_t, 64>;
 // step, and a fresh buffer each time would cost more than its arithmetic.
 template <class T>
 inline T* scratch(std::size_t slot, std::size_t n) {
-  thread_local std::vector<T> buffers[3];
+  thread_local std::vector<T> buffers[4];
   std::vector<T>& b = buffers[slot];
   if (b.size() < n) b.resize(n);
   return b.data();
