@@ -407,10 +407,7 @@ TEST(ScanCapture, LongRowsGiveTheRecordedResults) {
       {"lstm_merged", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {4, b, kI}, lstm_merged},
       {"gru_by_hand", {{kI, 3 * h}, {h, 3 * h}, {3 * h}, {3 * h}}, {{b, h}}, {4, b, kI}, gru_by_hand},
       {"every_chain_op", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {4, b, kI}, every_chain_op},
-      {"every_chain_op B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI}, every_chain_op},
-      {"unary_rules_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {4, b, kI}, unary_rules_in_a_chain},
-      {"unary_rules_in_a_chain B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI},
-       unary_rules_in_a_chain}};
+      {"every_chain_op B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI}, every_chain_op}};
   for (const CellCase& c : wide) {
     const CellRun captured = run_cell(c, Capture::required), recorded = run_cell(c, Capture::off);
     EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
@@ -475,6 +472,22 @@ TEST(ScanCapture, ChainsGiveOneThreadsBitsWithTheirBlocksShared) {
   }
 }
 
+// Captured against recorded and a plain loop: values as every cell's, gradients within 1e-14
+// of each one's largest element (the tests below say why not element by element).
+void expect_same_to_the_largest_element(const CellCase& c) {
+  const CellRun captured = run_cell(c, Capture::required);
+  EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
+  EXPECT_EQ(captured.capture.fused_chains, 1) << c.name;
+  for (const CellRun& want : {run_cell(c, Capture::off), unrolled(c)}) {
+    ASSERT_EQ(captured.outputs.size(), want.outputs.size()) << c.name;
+    for (std::size_t j = 0; j < want.outputs.size(); ++j)
+      EXPECT_LE(relative_error(captured.outputs[j], want.outputs[j]), value_tolerance()) << c.name << " output " << j;
+    ASSERT_EQ(captured.grads.size(), want.grads.size()) << c.name;
+    for (std::size_t k = 0; k < want.grads.size(); ++k)
+      EXPECT_LE(scaled_error(captured.grads[k], want.grads[k]), 1e-14) << c.name << " gradient " << k;
+  }
+}
+
 // A chain's backward hands a sum's gradient to its operands without copying it; the cell
 // mixes such sums with what must not be handed on (sums_in_a_chain). Against the recorded
 // step and a plain loop, in one block and in several: values as every cell's; gradients
@@ -485,23 +498,26 @@ TEST(ScanCapture, ChainsGiveOneThreadsBitsWithTheirBlocksShared) {
 TEST(ScanCapture, SumsInAChainHandTheirGradientsOn) {
   const FusingChains fusing(true);
   constexpr std::int64_t h = 130, b = 17;
-  const std::vector<CellCase> cases = {
-      {"sums_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {4, b, kI}, sums_in_a_chain},
-      {"sums_in_a_chain B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}, {kB, kH}}, {kT, kB, kI},
-       sums_in_a_chain}};
-  for (const CellCase& c : cases) {
-    const CellRun captured = run_cell(c, Capture::required);
-    EXPECT_TRUE(captured.capture.captured) << c.name << ": " << captured.capture.reason;
-    EXPECT_EQ(captured.capture.fused_chains, 1) << c.name;
-    for (const CellRun& want : {run_cell(c, Capture::off), unrolled(c)}) {
-      ASSERT_EQ(captured.outputs.size(), want.outputs.size()) << c.name;
-      for (std::size_t j = 0; j < want.outputs.size(); ++j)
-        EXPECT_LE(relative_error(captured.outputs[j], want.outputs[j]), value_tolerance()) << c.name << " output " << j;
-      ASSERT_EQ(captured.grads.size(), want.grads.size()) << c.name;
-      for (std::size_t k = 0; k < want.grads.size(); ++k)
-        EXPECT_LE(scaled_error(captured.grads[k], want.grads[k]), 1e-14) << c.name << " gradient " << k;
-    }
-  }
+  for (const CellCase& c : std::vector<CellCase>{
+           {"sums_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}, {b, h}}, {4, b, kI}, sums_in_a_chain},
+           {"sums_in_a_chain B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}, {kB, kH}}, {kT, kB, kI},
+            sums_in_a_chain}})
+    expect_same_to_the_largest_element(c);
+}
+
+// One-operand ops whose rules the chain's backward folds into their readers' passes
+// (unary_rules_in_a_chain), against the recorded step and a plain loop, in one block and in
+// several. Element by element, h0's gradient moved by up to 1.7e-12 of itself on OpenBLAS's
+// Cooperlake kernels under OMP_WAIT_POLICY=PASSIVE (near-zero elements; the weight gradients
+// are summed in another order), so as above.
+TEST(ScanCapture, FoldedRulesGiveTheRecordedGradients) {
+  const FusingChains fusing(true);
+  constexpr std::int64_t h = 130, b = 17;
+  for (const CellCase& c : std::vector<CellCase>{
+           {"unary_rules_in_a_chain", {{kI, 4 * h}, {h, 4 * h}, {4 * h}}, {{b, h}}, {4, b, kI}, unary_rules_in_a_chain},
+           {"unary_rules_in_a_chain B = 3", {{kI, 4 * kH}, {kH, 4 * kH}, {4 * kH}}, {{kB, kH}}, {4, kB, kI},
+            unary_rules_in_a_chain}})
+    expect_same_to_the_largest_element(c);
 }
 
 // The op names `c`'s captured scan recorded: before the loop, its steps, the outputs stacked.
