@@ -102,18 +102,14 @@ class ChainBlocks {
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
   std::int64_t width() const { return width_; }
-  // f(begin, n) for each block of elements [begin, begin + n), in order.
-  template <class F>
-  void each_block(F&& f) const {
-    for (std::int64_t begin = 0; begin < total_; begin += block_) f(begin, std::min(block_, total_ - begin));
-  }
   std::int64_t blocks() const { return block_ > 0 ? (total_ + block_ - 1) / block_ : 0; }
   // How many tiles the blocks run in (blas::step_work_tiles: one per thread where a loop's
   // per-step work shares over recur's threads and the chain is large enough; else one).
   std::int64_t tiles() const { return blas::step_work_tiles(total_, blocks()); }
-  // f(tile, index, begin, n) for every block: tile t of `tiles` runs a fixed run of blocks in
-  // order (so what a tile's scratch holds never depends on timing), the tiles on recur's
-  // threads (parallel::for_each_range). f must not throw or allocate: it may run on a helper.
+  // f(tile, index, begin, n) for every block of elements [begin, begin + n): tile t of `tiles`
+  // runs a fixed run of blocks in order (so what a tile's scratch holds never depends on
+  // timing), the tiles on recur's threads (parallel::for_each_range). f must not throw or
+  // allocate: it may run on a helper.
   template <class F>
   void each_block_in_tiles(std::int64_t tiles, F&& f) const {
     parallel::for_each_range(blocks(), tiles, [&](std::int64_t t, std::int64_t first, std::int64_t end) {
