@@ -9,39 +9,6 @@
 namespace recur::scan_engine::detail::chain {
 namespace {
 
-// How an input's gradient is written by its slots.
-enum class Writes : std::uint8_t {
-  sum,    // zeroed first, every slot adds its share
-  whole,  // one slot reads the whole input: it writes every element once
-  tiled,  // its slots are columns that tile its rows (a gate each): each writes its columns once
-};
-
-// Per input, how its slots write its gradient (writes once, with no zeroing first and no
-// sum, where each element has exactly one slot).
-template <class T>
-boost::container::small_vector<Writes, 8> gradient_writes(const ChainProgram& p, const InputList<Tensor>& inputs,
-                                                          std::int64_t width, std::int64_t total) {
-  boost::container::small_vector<Writes, 8> writes(inputs.size(), Writes::sum);
-  for (std::size_t in = 0; in < inputs.size(); ++in) {
-    // Tiled: n slots, each a whole row's columns [c w, c w + w) for a distinct c < n, n w the row.
-    std::uint64_t seen = 0;
-    std::int64_t n = 0;
-    bool tiles = width > 0, whole = false;
-    for (const ChainSlot& slot : p.slots) {
-      if (slot.input != in) continue;
-      ++n;
-      whole = slot.column < 0 && inputs[in].numel() == total;
-      tiles = tiles && slot.column >= 0 && slot.column % width == 0 && slot.column / width < 64 &&
-              (seen >> (slot.column / width) & 1U) == 0 && !ChainBlocks<T>::one_row(inputs[in], total, width);
-      if (tiles) seen |= std::uint64_t{1} << (slot.column / width);
-    }
-    if (n == 1 && whole) writes[in] = Writes::whole;
-    else if (tiles && n > 0 && n * width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1))
-      writes[in] = Writes::tiled;
-  }
-  return writes;
-}
-
 // A one-operand instruction's rule (ChainGrad) and the values it reads.
 template <class T>
 struct OwnRule {
@@ -61,28 +28,22 @@ template <class T>
 Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
                        const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
   using Rule = recur::detail::ChainGrad;
-  ChainBlocks<T> blocks(p, inputs, &p.slots_read);
+  const std::shared_ptr<const ChainLayout> layout = layout_of(p, inputs);
+  ChainBlocks<T> blocks(p, *layout, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
-  const auto writes = gradient_writes<T>(p, inputs, width, total);
+  const auto& writes = layout->writes;
   for (std::size_t in = 0; in < inputs.size(); ++in)
     if (needs[in])
       grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
                                             : Tensor::empty(inputs[in].shape(), inputs[in].dtype());
   // Per input whose slots sum rows of several blocks into the same elements (a broadcast
-  // input, a row of columns read again in every row), the start of its partials: one of its
-  // size per block, zeroed; -1 for the others.
+  // input, a row of columns read again in every row), its partials: one of its size per
+  // block, zeroed (ChainLayout::partial_at).
   const std::int64_t n_blocks = blocks.blocks();
-  boost::container::small_vector<std::int64_t, 8> partial_at(inputs.size(), -1);
-  std::int64_t partial_size = 0;
-  for (const ChainSlot& slot : p.slots) {
-    const Tensor& in = inputs[slot.input];
-    const bool repeated = slot.column >= 0 ? ChainBlocks<T>::one_row(in, total, width) : in.numel() != total;
-    if (!repeated || !needs[slot.input] || writes[slot.input] != Writes::sum || partial_at[slot.input] >= 0) continue;
-    partial_at[slot.input] = partial_size;
-    partial_size += in.numel();
-  }
+  const auto& partial_at = layout->partial_at;
+  const std::int64_t partial_size = layout->partial_size;
   // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
   T* const partial_sums = scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks));
   std::fill_n(partial_sums, partial_size * n_blocks, T(0));
@@ -236,8 +197,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       T* d = grads[slot.input].data<T>();
       const Tensor& in = inputs[slot.input];
       const std::int64_t size = in.numel();
-      const bool one_row = ChainBlocks<T>::one_row(in, total, width);
-      const std::int64_t stride = slot.column < 0 || one_row ? 0 : in.shape().back();
+      const std::int64_t stride = slot.column < 0 || one_row(in, total, width) ? 0 : in.shape().back();
       const Writes how = writes[slot.input];
       if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
         T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
@@ -263,7 +223,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     }
   });
   for (std::size_t in = 0; in < inputs.size(); ++in) {  // the partials, block by block
-    if (partial_at[in] < 0) continue;
+    if (partial_at[in] < 0 || !needs[in]) continue;
     T* const d = grads[in].data<T>();
     const std::int64_t size = inputs[in].numel();
     for (std::int64_t b = 0; b < n_blocks; ++b) {

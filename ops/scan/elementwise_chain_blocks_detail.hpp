@@ -16,12 +16,10 @@
 #include <recur/autodiff/op_box.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_layout_detail.hpp>
 #include <recur/ops/unary.hpp>
 
 namespace recur::scan_engine::detail::chain {
-
-// Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
-using Flags = boost::container::small_vector<std::uint8_t, 64>;
 
 // A thread's scratch of at least n elements of T, kept between calls: a chain runs once per
 // step, and a fresh buffer each time would cost more than its arithmetic.
@@ -31,11 +29,6 @@ inline T* scratch(std::size_t slot, std::size_t n) {
   std::vector<T>& b = buffers[slot];
   if (b.size() < n) b.resize(n);
   return b.data();
-}
-
-// Elements per block: whole periods of the broadcast inputs, about 2048 elements.
-inline std::int64_t block_size(std::int64_t total, std::int64_t period) {
-  return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
 }
 
 // Elements of a block as a chain reads or writes them: contiguous from p (stride 0), or rows
@@ -51,38 +44,25 @@ struct Run {
 template <class T>
 class ChainBlocks {
  public:
-  ChainBlocks(const ChainProgram& p, const InputList<Tensor>& inputs, const std::vector<std::uint8_t>* read = nullptr)
-      : p_(p), inputs_(inputs), skipped_(p.slots.size(), 0) {
+  ChainBlocks(const ChainProgram& p, const ChainLayout& layout, const InputList<Tensor>& inputs,
+              const std::vector<std::uint8_t>* read = nullptr)
+      : p_(p), layout_(layout), inputs_(inputs), skipped_(p.slots.size(), 0) {
     if (read)
       for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
-    total_ = numel(p.shape);
-    width_ = p.shape.empty() ? 1 : p.shape.back();
-    period_ = 1;
-    for (const ChainSlot& slot : p.slots) {
-      if (slot.column >= 0) period_ = std::max(period_, width_);  // blocks of whole rows
-      else if (inputs[slot.input].numel() != total_) period_ = std::max(period_, inputs[slot.input].numel());
-    }
-    block_ = block_size(total_, period_);
-    // A broadcast input reads the same in every block (blocks start at whole periods): its
-    // block-sized copy lives in a thread's scratch (a chain runs at every step, and
-    // allocating it would cost more). A slot of columns is read in place, row by row (strided).
+    total_ = layout.total;
+    width_ = layout.width;
+    block_ = layout.block;
+    // A repeated slot's block-sized copy lives in a thread's scratch (a chain runs at every
+    // step, and allocating it would cost more).
     own_.assign(p.slots.size(), nullptr);
-    strided_.assign(p.slots.size(), 0);
-    auto strided = [&](std::size_t j) {
-      return p.slots[j].column >= 0 && !one_row(inputs[p.slots[j].input], total_, width_);
-    };
     std::size_t copies = 0;
-    for (std::size_t j = 0; j < p.slots.size(); ++j)
-      copies += !skipped_[j] && !strided(j) && (p.slots[j].column >= 0 || inputs[p.slots[j].input].numel() != total_);
+    for (std::size_t j = 0; j < p.slots.size(); ++j) copies += !skipped_[j] && layout.repeated[j];
+    if (copies == 0) return;
     T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
     for (std::size_t j = 0; j < p.slots.size(); ++j) {
+      if (skipped_[j] || !layout.repeated[j]) continue;
       const ChainSlot& slot = p.slots[j];
       const Tensor& in = inputs[slot.input];
-      if (strided(j)) {
-        strided_[j] = 1;
-        continue;
-      }
-      if (skipped_[j] || (slot.column < 0 && in.numel() == total_)) continue;
       T* own = own_[j] = next;
       next += block_;
       const T* x = in.data<T>();
@@ -92,12 +72,6 @@ class ChainBlocks {
       if (slot.column >= 0) x += slot.column;
       for (std::int64_t i = 0; i < block_; i += n) std::copy_n(x, std::min(n, block_ - i), own + i);
     }
-  }
-  // A slot of columns of an input with one row, read again in every row of a chain of more
-  // (of a chain of one row, it is read as any other); total and width are the chain's
-  // elements and last size.
-  static bool one_row(const Tensor& in, std::int64_t total, std::int64_t width) {
-    return in.numel() == in.shape().back() && total != width;
   }
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
@@ -125,7 +99,7 @@ class ChainBlocks {
     if (skipped_[o.index]) return {};
     const ChainSlot& slot = p_.slots[o.index];
     const Tensor& in = inputs_[slot.input];
-    if (strided_[o.index]) {
+    if (layout_.strided[o.index]) {
       const std::int64_t stride = in.shape().back();
       return {in.data<T>() + (begin / width_) * stride + slot.column, stride};
     }
@@ -182,10 +156,10 @@ class ChainBlocks {
 
  private:
   const ChainProgram& p_;
+  const ChainLayout& layout_;
   InputList<Tensor> inputs_;
-  std::int64_t total_ = 0, width_ = 1, period_ = 1, block_ = 1;
+  std::int64_t total_ = 0, width_ = 1, block_ = 1;
   boost::container::small_vector<T*, 32> own_;  // per slot: its repeats; nullptr: read in place
-  Flags strided_;                                // per slot: columns of a wider input, read in place row by row
   Flags skipped_;                                // per slot: not read (backward, a sum's operand)
 };
 

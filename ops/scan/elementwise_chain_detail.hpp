@@ -9,6 +9,7 @@
 // arithmetic. Gradients are the ops' rules; a gradient summed over a broadcast input (a
 // bias) adds its rows in another order than sum_to. Under create_graph the chain records
 // its ops and their rules, so gradients of gradients work.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,6 +21,9 @@
 #include <recur/core/shape.hpp>
 
 namespace recur::scan_engine::detail {
+namespace chain {
+struct ChainLayout;  // elementwise_chain_layout_detail.hpp
+}
 
 // What the chain can fuse, by op name: add, sub, mul, div, neg, tanh, sigmoid, exp, relu.
 enum class ChainCode : std::uint8_t { add, sub, mul, div, neg, tanh, sigmoid, exp, relu };
@@ -77,6 +81,9 @@ struct ChainProgram {
   // same pass as that reader's rule (no register in between, one pass fewer), where that
   // keeps the order in which its operand's gradient adds its shares.
   std::vector<std::uint8_t> folded;
+  // The layout of the last input shapes the chain ran on (chain::layout_of): the same at
+  // every step of a loop.
+  mutable std::atomic<std::shared_ptr<const chain::ChainLayout>> layout;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,

@@ -1,0 +1,85 @@
+// A chain's layout for one set of input shapes (elementwise_chain_layout_detail.hpp).
+#include <recur/ops/scan/elementwise_chain_layout_detail.hpp>
+
+#include <algorithm>
+
+namespace recur::scan_engine::detail::chain {
+namespace {
+
+// Elements per block: whole periods of the broadcast inputs, about 2048 elements.
+std::int64_t block_size(std::int64_t total, std::int64_t period) {
+  return std::min(total, period * std::max<std::int64_t>(1, 2048 / period));
+}
+
+// Per input, how its slots write its gradient: once, with no zeroing first and no sum, where
+// each element has exactly one slot.
+void find_writes(const ChainProgram& p, const InputList<Tensor>& inputs, ChainLayout& l) {
+  l.writes.assign(inputs.size(), Writes::sum);
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    // Tiled: n slots, each a whole row's columns [c w, c w + w) for a distinct c < n, n w the row.
+    std::uint64_t seen = 0;
+    std::int64_t n = 0;
+    bool tiles = l.width > 0, whole = false;
+    for (const ChainSlot& slot : p.slots) {
+      if (slot.input != in) continue;
+      ++n;
+      whole = slot.column < 0 && inputs[in].numel() == l.total;
+      tiles = tiles && slot.column >= 0 && slot.column % l.width == 0 && slot.column / l.width < 64 &&
+              (seen >> (slot.column / l.width) & 1U) == 0 && !one_row(inputs[in], l.total, l.width);
+      if (tiles) seen |= std::uint64_t{1} << (slot.column / l.width);
+    }
+    if (n == 1 && whole) l.writes[in] = Writes::whole;
+    else if (tiles && n > 0 && n * l.width == inputs[in].shape().back() && seen == (n == 64 ? ~0ULL : (1ULL << n) - 1))
+      l.writes[in] = Writes::tiled;
+  }
+}
+
+ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) {
+  ChainLayout l;
+  for (std::size_t i = 0; i < inputs.size(); ++i) l.shapes.push_back(inputs[i].shape());
+  l.total = numel(p.shape);
+  l.width = p.shape.empty() ? 1 : p.shape.back();
+  for (const ChainSlot& slot : p.slots) {
+    if (slot.column >= 0) l.period = std::max(l.period, l.width);  // blocks of whole rows
+    else if (inputs[slot.input].numel() != l.total) l.period = std::max(l.period, inputs[slot.input].numel());
+  }
+  l.block = block_size(l.total, l.period);
+  // A slot of columns is read in place, row by row; a broadcast input (and a slot of columns
+  // of one row) reads the same in every block (blocks start at whole periods): a block-sized
+  // copy of it.
+  for (const ChainSlot& slot : p.slots) {
+    const Tensor& in = inputs[slot.input];
+    const bool strided = slot.column >= 0 && !one_row(in, l.total, l.width);
+    l.strided.push_back(strided);
+    l.repeated.push_back(!strided && (slot.column >= 0 || in.numel() != l.total));
+  }
+  find_writes(p, inputs, l);
+  l.partial_at.assign(inputs.size(), -1);
+  for (const ChainSlot& slot : p.slots) {
+    const Tensor& in = inputs[slot.input];
+    const bool repeated = slot.column >= 0 ? one_row(in, l.total, l.width) : in.numel() != l.total;
+    if (!repeated || l.writes[slot.input] != Writes::sum || l.partial_at[slot.input] >= 0) continue;
+    l.partial_at[slot.input] = l.partial_size;
+    l.partial_size += in.numel();
+  }
+  return l;
+}
+
+bool made_for(const ChainLayout& l, const InputList<Tensor>& inputs) {
+  if (l.shapes.size() != inputs.size()) return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (l.shapes[i] != inputs[i].shape()) return false;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const ChainLayout> layout_of(const ChainProgram& p, const InputList<Tensor>& inputs) {
+  std::shared_ptr<const ChainLayout> kept = p.layout.load(std::memory_order_acquire);
+  if (kept && made_for(*kept, inputs)) return kept;
+  auto made = std::make_shared<const ChainLayout>(make_layout(p, inputs));
+  p.layout.store(made, std::memory_order_release);
+  return made;
+}
+
+}  // namespace recur::scan_engine::detail::chain

@@ -1,0 +1,89 @@
+// A chain keeps the layout of the input shapes it last ran on (ChainProgram::layout,
+// ops/scan/elementwise_chain_layout_detail.hpp): a loop's steps call it with the same shapes.
+// Called with other shapes it must work out theirs: one program run on a broadcast, a whole
+// and again a broadcast second input gives each time the bits a program of its own gives,
+// and what the ops give one by one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <recur/recur.hpp>
+
+#include <recur/ops/scan/elementwise_chain_detail.hpp>
+#include <recur/ops/scan/step_program_detail.hpp>
+
+#include "values.hpp"
+
+namespace recur {
+namespace {
+
+using scan_engine::detail::ChainCode;
+using scan_engine::detail::ChainOperand;
+using scan_engine::detail::ChainProgram;
+
+// y = tanh(x[:, :3] * x[:, 3:] + c) over [4, 3], its two gates read in place as columns of
+// x: x of shape [4, 6] gives each row its own, x of shape [1, 6] one row for every row (its
+// gradient sums the rows). The same program for both.
+detail::OpBox gates_of_one_input() {
+  auto p = std::make_shared<ChainProgram>();
+  p->slots = {{0, 0}, {0, 3}, {1, -1}};
+  p->code = {{ChainCode::mul, {true, 0}, {true, 1}}, {ChainCode::add, {false, 0}, {true, 2}},
+             {ChainCode::tanh, {false, 1}, {}}};
+  p->outputs = {2};
+  p->shape = {4, 3};
+  return scan_engine::detail::elementwise_chain_op(std::move(p));
+}
+
+struct Result {
+  Tensor y, dx, dc;
+};
+
+// The chain `op` (or the ops one by one, without it) on x of shape x_shape and c of [4, 3],
+// with the gradient of sum(y * w).
+Result run(const detail::OpBox* op, const Shape& x_shape) {
+  Generator gen(11);
+  const Tensor x_value = uniform(x_shape, -1, 1, gen, DType::float64);
+  const Tensor c_value = uniform({4, 3}, -1, 1, gen, DType::float64);
+  const Tensor w_value = uniform({4, 3}, -1, 1, gen, DType::float64);
+  Tape tape;
+  const Var x = tape.variable(x_value), c = tape.variable(c_value);
+  const Var y = op ? scan_engine::detail::record_program_op(tape, *op, {x, c})
+                   : tanh(slice(x, 1, 0, 3) * slice(x, 1, 3, 6) + c);
+  tape.backward(sum(y * tape.constant(w_value)));
+  return {y.value(), x.grad(), c.grad()};
+}
+
+double relative_error(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = testing::values(got), w = testing::values(want);
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    err = std::max(err, std::abs(g[i] - w[i]));
+    scale = std::max(scale, std::abs(w[i]));
+  }
+  return err / std::max(scale, 1e-300);
+}
+
+TEST(ChainLayout, OneProgramOnOtherShapesGivesWhatAProgramOfTheirOwnGives) {
+  const detail::OpBox shared = gates_of_one_input();
+  for (const Shape& x_shape : {Shape{4, 6}, Shape{1, 6}, Shape{4, 6}, Shape{1, 6}}) {
+    const std::string what = "x of shape " + to_string(x_shape);
+    const detail::OpBox own = gates_of_one_input();
+    const Result got = run(&shared, x_shape), fresh = run(&own, x_shape), ops = run(nullptr, x_shape);
+    EXPECT_TRUE(testing::same_bytes(got.y, fresh.y)) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dx, fresh.dx)) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dc, fresh.dc)) << what;
+    ASSERT_EQ(got.dx.shape(), x_shape) << what;
+    // The ops one by one: tanh takes the same kernel; a row read by every row sums their
+    // gradients in another order.
+    EXPECT_TRUE(testing::same_bytes(got.y, ops.y)) << what;
+    EXPECT_LE(relative_error(got.dx, ops.dx), 1e-15) << what;
+    EXPECT_LE(relative_error(got.dc, ops.dc), 1e-15) << what;
+  }
+}
+
+}  // namespace
+}  // namespace recur
