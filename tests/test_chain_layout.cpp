@@ -1,8 +1,9 @@
 // A chain keeps the layout of the input shapes it last ran on (ChainProgram::layout,
-// ops/scan/elementwise_chain_layout_detail.hpp): a loop's steps call it with the same shapes.
-// Called with other shapes it must work out theirs: one program run on a broadcast, a whole
-// and again a broadcast second input gives each time the bits a program of its own gives,
-// and what the ops give one by one.
+// ops/scan/elementwise_chain_layout_detail.hpp), and its backward's passes for the inputs that
+// wanted gradients then (ChainProgram::passes): a loop's steps call it with the same. Called
+// with others it must work out theirs: one program run on other shapes, or with other inputs
+// wanting gradients, gives each time the bits a program of its own gives, and what the ops
+// give one by one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,18 +44,18 @@ struct Result {
 };
 
 // The chain `op` (or the ops one by one, without it) on x of shape x_shape and c of [4, 3],
-// with the gradient of sum(y * w).
-Result run(const detail::OpBox* op, const Shape& x_shape) {
+// with the gradient of sum(y * w); c a constant (no gradient) unless `c_wants_gradient`.
+Result run(const detail::OpBox* op, const Shape& x_shape, bool c_wants_gradient = true) {
   Generator gen(11);
   const Tensor x_value = uniform(x_shape, -1, 1, gen, DType::float64);
   const Tensor c_value = uniform({4, 3}, -1, 1, gen, DType::float64);
   const Tensor w_value = uniform({4, 3}, -1, 1, gen, DType::float64);
   Tape tape;
-  const Var x = tape.variable(x_value), c = tape.variable(c_value);
+  const Var x = tape.variable(x_value), c = c_wants_gradient ? tape.variable(c_value) : tape.constant(c_value);
   const Var y = op ? scan_engine::detail::record_program_op(tape, *op, {x, c})
                    : tanh(slice(x, 1, 0, 3) * slice(x, 1, 3, 6) + c);
   tape.backward(sum(y * tape.constant(w_value)));
-  return {y.value(), x.grad(), c.grad()};
+  return {y.value(), x.grad(), c_wants_gradient ? c.grad() : Tensor()};
 }
 
 double relative_error(const Tensor& got, const Tensor& want) {
@@ -81,6 +82,23 @@ TEST(ChainLayout, OneProgramOnOtherShapesGivesWhatAProgramOfTheirOwnGives) {
     // gradients in another order.
     EXPECT_TRUE(testing::same_bytes(got.y, ops.y)) << what;
     EXPECT_LE(relative_error(got.dx, ops.dx), 1e-15) << what;
+    EXPECT_LE(relative_error(got.dc, ops.dc), 1e-15) << what;
+  }
+}
+
+TEST(ChainLayout, OneProgramForInputsThatWantGradientsOrNotGivesWhatAProgramOfItsOwnGives) {
+  const detail::OpBox shared = gates_of_one_input();
+  for (const bool c_wants : {false, true, false, true}) {
+    const std::string what = c_wants ? "c a variable" : "c a constant";
+    const detail::OpBox own = gates_of_one_input();
+    const Result got = run(&shared, {4, 6}, c_wants), fresh = run(&own, {4, 6}, c_wants),
+                 ops = run(nullptr, {4, 6}, c_wants);
+    EXPECT_TRUE(testing::same_bytes(got.y, fresh.y)) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dx, fresh.dx)) << what;
+    EXPECT_LE(relative_error(got.dx, ops.dx), 1e-15) << what;
+    if (!c_wants) continue;
+    ASSERT_TRUE(got.dc.defined()) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dc, fresh.dc)) << what;
     EXPECT_LE(relative_error(got.dc, ops.dc), 1e-15) << what;
   }
 }

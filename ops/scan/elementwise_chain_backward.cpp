@@ -5,18 +5,9 @@
 
 #include <recur/core/creation.hpp>
 #include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_passes_detail.hpp>
 
 namespace recur::scan_engine::detail::chain {
-namespace {
-
-// A one-operand instruction's rule (ChainGrad) and the values it reads.
-template <class T>
-struct OwnRule {
-  recur::detail::ChainGrad rule;
-  Run<const T> reads;
-};
-
-}  // namespace
 
 // The chain's backward on values: its rules per element, block by block, reading the
 // values forward kept (values[k]: instruction k's, every element). Gradient registers per
@@ -56,9 +47,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   const auto& kernels = nn::detail::kernels<T>();
   boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
   for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
-  // Per tile: which registers a block wrote, and the slots' registers (made here: a tile may
-  // run on a helper, which must not allocate).
-  boost::container::small_vector<Flags, 4> written_of(static_cast<std::size_t>(tiles), Flags(n_code + n_slots, 0));
+  // Per tile: the slots' registers (made here: a tile may run on a helper, which must not allocate).
   boost::container::small_vector<boost::container::small_vector<Run<T>, 32>, 4> slot_reg_of(
       static_cast<std::size_t>(tiles), boost::container::small_vector<Run<T>, 32>(n_slots));
   // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
@@ -72,123 +61,57 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     if (writes[slot.input] == Writes::whole) in_place[j] = {d};
     else in_place[j] = {d + slot.column, inputs[slot.input].shape().back()};
   }
-  // Registers that read another's gradient instead of copying it (ChainProgram::gradient_copy_of):
-  // a slot only where its input's gradient is summed over slots (one written in place is
-  // that gradient); an output no instruction reads takes the caller's gradient as it is.
-  auto lives = [&](std::size_t r) -> std::size_t {
-    const std::int32_t of = p.gradient_copy_of[r];
-    if (of < 0) return r;
-    if (r >= n_code) {
-      const std::uint16_t in = p.slots[r - n_code].input;
-      if (!needs[in] || writes[in] != Writes::sum) return r;
-    }
-    return static_cast<std::size_t>(of);
-  };
-  boost::container::small_vector<T*, 32> given(n_code, nullptr);
-  for (std::size_t o = 0; o < p.outputs.size(); ++o)
-    if (out_grads[o].defined() && p.output_not_operand[o])
-      given[p.outputs[o]] = const_cast<T*>(out_grads[o].data<T>());  // only read
+  // What each block's passes are (elementwise_chain_passes_detail.hpp).
+  Flags defined(p.outputs.size(), 0);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
+  const std::shared_ptr<const ChainPasses> plan = passes_of(p, layout, needs, defined);
   blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t index, std::int64_t begin, std::int64_t n) {
     T* const regs = regs_all + static_cast<std::size_t>(tile) * regs_per_tile;
     T* const remade = remade_all + static_cast<std::size_t>(tile) * remade_per_tile;
-    Flags& written = written_of[static_cast<std::size_t>(tile)];
     auto& slot_reg = slot_reg_of[static_cast<std::size_t>(tile)];
     auto value = [&](std::size_t k) -> const T* {
       if (values[k]) return values[k] + begin;
       return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
     };
-    // Instruction k's own rule when it has one operand (in = p.code[k]): d(-x) = -g,
-    // d tanh x = g (1 - y^2), d sigmoid x = g y (1 - y), d e^x = g y, d relu x = x > 0 ? g : 0.
-    auto own_rule = [&](const ChainInstruction& in, std::size_t k) -> OwnRule<T> {
-      const Run<const T> y{value(k)};
-      switch (in.code) {
-        case ChainCode::neg: return {Rule::negate, {}};
-        case ChainCode::tanh: return {Rule::tanh, y};
-        case ChainCode::sigmoid: return {Rule::sigmoid, y};
-        case ChainCode::exp: return {Rule::times, y};
-        default: return {Rule::relu, blocks.operand(in.a, begin, value)};  // relu
-      }
-    };
     for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
-    std::fill(written.begin(), written.end(), 0);
-    // Register r: value r's gradient (r < n_code), or slot r - n_code's: this block's
-    // elements of its input's gradient where it writes them in place.
+    // Register r: value r's gradient (r < n_code: where it is given, or in scratch), or slot
+    // r - n_code's: this block's elements of its input's gradient where it writes them in place.
     for (std::size_t j = 0; j < n_slots; ++j) {
       const Run<T>& d = in_place[j];
       if (!d.p) slot_reg[j] = {regs + (n_code + j) * block};
       else if (!d.stride) slot_reg[j] = {d.p + begin};
       else slot_reg[j] = {d.p + (begin / width) * d.stride, n == width ? 0 : d.stride};
     }
-    auto reg = [&](std::size_t r) {
-      r = lives(r);
+    auto reg = [&](std::size_t r) -> Run<T> {
       if (r >= n_code) return slot_reg[r - n_code];
-      return given[r] ? Run<T>{given[r] + begin} : Run<T>{regs + r * block};
+      const std::int32_t o = plan->given[r];
+      return o >= 0 ? Run<T>{const_cast<T*>(out_grads[o].data<T>()) + begin} : Run<T>{regs + r * block};  // given: only read
     };
-    for (std::size_t o = 0; o < p.outputs.size(); ++o)
-      if (out_grads[o].defined()) {
-        const std::size_t r = p.outputs[o];
-        if (!given[r])
-          kernels.chain_grad_row(Rule::copy, written[r], out_grads[o].data<T>() + begin, nullptr, nullptr, reg(r).p, n);
-        written[r] = 1;
+    auto source = [&](const PassSource& s) -> Run<const T> {
+      if (s.kind == PassSource::Kind::value) return {value(s.operand.index)};
+      if (s.kind == PassSource::Kind::operand) return blocks.operand(s.operand, begin, value);
+      return {};
+    };
+    for (const ChainPass& pass : plan->passes) {
+      const Run<T> into = reg(pass.into);
+      if (pass.from_output) {
+        kernels.chain_grad_row(Rule::copy, pass.accumulate, out_grads[pass.gradient].data<T>() + begin, nullptr, nullptr,
+                               into.p, n);
+        continue;
       }
-    for (std::size_t k = n_code; k-- > 0;) {
-      if (!written[k]) continue;  // no gradient reached this value
-      const ChainInstruction& in = p.code[k];
-      const T* gy = reg(k).p;
-      const Run<const T> y{value(k)};
-      const Run<const T> a = blocks.operand(in.a, begin, value);
-      const Run<const T> b = unary(in.code) ? Run<const T>{} : blocks.operand(in.b, begin, value);
-      // Adds operand o's share of gy by `rule` (reading u and v) into its register, when it
-      // wants a gradient. A folded operand (ChainProgram::folded) hands that share on by its
-      // own rule at once, into its own operand's register.
-      auto add = [&](const ChainOperand& o, Rule rule, Run<const T> u = {}, Run<const T> v = {}) {
-        if (!o.is_input && p.folded[o.index]) {
-          const ChainInstruction& f = p.code[o.index];
-          if (f.a.is_input && !needs[p.slots[f.a.index].input]) return;
-          const std::size_t r = register_of(f.a, n_code);
-          const OwnRule<T> then = own_rule(f, o.index);
-          const Run<T> into = reg(r);
-          blocks.each_run(n, {u.stride, v.stride, then.reads.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
-            kernels.chain_grad_then_row(rule, then.rule, written[r], gy + row * width, blocks.at(u, row),
-                                        blocks.at(v, row), blocks.at(then.reads, row), blocks.at(into, row), len);
-          });
-          written[r] = 1;
-          return;
-        }
-        if (o.is_input && !needs[p.slots[o.index].input]) return;
-        const std::size_t r = register_of(o, n_code);
-        if (lives(r) != r) {  // its one share is gy itself, read where it is
-          written[r] = 1;
-          return;
-        }
-        const Run<T> into = reg(r);
+      const T* gy = reg(pass.gradient).p;
+      const Run<const T> u = source(pass.u), v = source(pass.v);
+      if (pass.folded) {
+        const Run<const T> w = source(pass.w);
+        blocks.each_run(n, {u.stride, v.stride, w.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+          kernels.chain_grad_then_row(pass.rule, pass.then, pass.accumulate, gy + row * width, blocks.at(u, row),
+                                      blocks.at(v, row), blocks.at(w, row), blocks.at(into, row), len);
+        });
+      } else {
         blocks.each_run(n, {u.stride, v.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
-          kernels.chain_grad_row(rule, written[r], gy + row * width, blocks.at(u, row), blocks.at(v, row),
+          kernels.chain_grad_row(pass.rule, pass.accumulate, gy + row * width, blocks.at(u, row), blocks.at(v, row),
                                  blocks.at(into, row), len);
         });
-        written[r] = 1;
-      };
-      switch (in.code) {
-        case ChainCode::add:
-          add(in.a, Rule::copy);
-          add(in.b, Rule::copy);
-          break;
-        case ChainCode::sub:
-          add(in.a, Rule::copy);
-          add(in.b, Rule::negate);
-          break;
-        case ChainCode::mul:
-          add(in.a, Rule::times, b);
-          add(in.b, Rule::times, a);
-          break;
-        case ChainCode::div:  // d(a/b) = g/b, -g y/b
-          add(in.a, Rule::divide, b);
-          add(in.b, Rule::divisor, y, b);
-          break;
-        default: {  // one operand
-          const OwnRule<T> own = own_rule(in, k);
-          add(in.a, own.rule, own.reads);
-        }
       }
     }
     for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
@@ -199,7 +122,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       const std::int64_t size = in.numel();
       const std::int64_t stride = slot.column < 0 || one_row(in, total, width) ? 0 : in.shape().back();
       const Writes how = writes[slot.input];
-      if (!written[n_code + j]) {  // no gradient reached the slot: zeros where only it writes
+      if (!plan->slot_written[j]) {  // no gradient reached the slot: zeros where only it writes
         T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
         if (how == Writes::whole) std::fill_n(d + begin, n, T(0));
         if (how == Writes::tiled)
@@ -207,7 +130,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
         continue;
       }
       if (how != Writes::sum) continue;  // written in place
-      const T* g = reg(n_code + j).p;
+      const T* g = reg(plan->slot_register[j]).p;
       // Rows read again in every block add into this block's partial, the rest into d.
       if (partial_at[slot.input] >= 0) d = partial_sums + index * partial_size + partial_at[slot.input];
       T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;

@@ -23,6 +23,7 @@
 namespace recur::scan_engine::detail {
 namespace chain {
 struct ChainLayout;  // elementwise_chain_layout_detail.hpp
+struct ChainPasses;  // elementwise_chain_passes_detail.hpp
 }
 
 // What the chain can fuse, by op name: add, sub, mul, div, neg, tanh, sigmoid, exp, relu.
@@ -84,6 +85,9 @@ struct ChainProgram {
   // The layout of the last input shapes the chain ran on (chain::layout_of): the same at
   // every step of a loop.
   mutable std::atomic<std::shared_ptr<const chain::ChainLayout>> layout;
+  // The backward's passes for the last layout, inputs wanting gradients and outputs' gradients
+  // given that it ran with (chain::passes_of).
+  mutable std::atomic<std::shared_ptr<const chain::ChainPasses>> passes;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
