@@ -112,8 +112,8 @@ struct ElementwiseChain {
     const std::int64_t total = numel(p.shape);
     boost::container::small_vector<Tensor, 4> outs;
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
-      const std::shared_ptr<const chain::ChainLayout> layout = chain::layout_of(p, inputs);
-      ChainBlocks<T> blocks(p, *layout, inputs);
+      std::shared_ptr<const chain::ChainLayout> layout_held;
+      ChainBlocks<T> blocks(p, chain::layout_of(p, inputs, layout_held), inputs);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
       // Each tile's values of a block in its own part of the scratch.
       const std::int64_t tiles = blocks.tiles(), per_tile = static_cast<std::int64_t>(p.code.size()) * blocks.block();

@@ -19,12 +19,13 @@ template <class T>
 Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
                        const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
   using Rule = recur::detail::ChainGrad;
-  const std::shared_ptr<const ChainLayout> layout = layout_of(p, inputs);
-  ChainBlocks<T> blocks(p, *layout, inputs, &p.slots_read);
+  std::shared_ptr<const ChainLayout> layout_held;
+  const ChainLayout& layout = layout_of(p, inputs, layout_held);
+  ChainBlocks<T> blocks(p, layout, inputs, &p.slots_read);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
   Grads<Tensor> grads(inputs.size());
-  const auto& writes = layout->writes;
+  const auto& writes = layout.writes;
   for (std::size_t in = 0; in < inputs.size(); ++in)
     if (needs[in])
       grads[in] = writes[in] == Writes::sum ? zeros(inputs[in].shape(), inputs[in].dtype())
@@ -33,8 +34,8 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   // input, a row of columns read again in every row), its partials: one of its size per
   // block, zeroed (ChainLayout::partial_at).
   const std::int64_t n_blocks = blocks.blocks();
-  const auto& partial_at = layout->partial_at;
-  const std::int64_t partial_size = layout->partial_size;
+  const auto& partial_at = layout.partial_at;
+  const std::int64_t partial_size = layout.partial_size;
   // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
   T* const partial_sums = scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks));
   std::fill_n(partial_sums, partial_size * n_blocks, T(0));
@@ -64,7 +65,8 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   // What each block's passes are (elementwise_chain_passes_detail.hpp).
   Flags defined(p.outputs.size(), 0);
   for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
-  const std::shared_ptr<const ChainPasses> plan = passes_of(p, layout, needs, defined);
+  std::shared_ptr<const ChainPasses> plan_held;
+  const ChainPasses* const plan = &passes_of(p, layout, needs, defined, plan_held);
   blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t index, std::int64_t begin, std::int64_t n) {
     T* const regs = regs_all + static_cast<std::size_t>(tile) * regs_per_tile;
     T* const remade = remade_all + static_cast<std::size_t>(tile) * remade_per_tile;

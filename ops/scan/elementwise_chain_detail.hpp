@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -25,6 +26,38 @@ namespace chain {
 struct ChainLayout;  // elementwise_chain_layout_detail.hpp
 struct ChainPasses;  // elementwise_chain_passes_detail.hpp
 }
+
+// Values a chain works out for one key (the layout of its input shapes, its backward's
+// passes) and keeps while its program lives. A loop calls its chain with the same key at
+// every step, so the last one is found first, through an atomic pointer (no lock, no count);
+// another is looked for, or made and kept, under a lock. A program meets one key in practice:
+// past kMax kept, what is made lives in the caller's `hold` only.
+template <class V>
+class KeptPerKey {
+ public:
+  template <class Matches, class Make>
+  const V& get(const Matches& matches, const Make& make, std::shared_ptr<const V>& hold) const {
+    if (const V* last = last_.load(std::memory_order_acquire); last && matches(*last)) return *last;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::shared_ptr<const V>& v : kept_)
+      if (matches(*v)) {
+        last_.store(v.get(), std::memory_order_release);
+        return *v;
+      }
+    hold = make();
+    if (kept_.size() < kMax) {
+      kept_.push_back(hold);
+      last_.store(hold.get(), std::memory_order_release);
+    }
+    return *hold;
+  }
+
+ private:
+  static constexpr std::size_t kMax = 16;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::shared_ptr<const V>> kept_;
+  mutable std::atomic<const V*> last_{nullptr};
+};
 
 // What the chain can fuse, by op name: add, sub, mul, div, neg, tanh, sigmoid, exp, relu.
 enum class ChainCode : std::uint8_t { add, sub, mul, div, neg, tanh, sigmoid, exp, relu };
@@ -82,12 +115,11 @@ struct ChainProgram {
   // same pass as that reader's rule (no register in between, one pass fewer), where that
   // keeps the order in which its operand's gradient adds its shares.
   std::vector<std::uint8_t> folded;
-  // The layout of the last input shapes the chain ran on (chain::layout_of): the same at
-  // every step of a loop.
-  mutable std::atomic<std::shared_ptr<const chain::ChainLayout>> layout;
-  // The backward's passes for the last layout, inputs wanting gradients and outputs' gradients
-  // given that it ran with (chain::passes_of).
-  mutable std::atomic<std::shared_ptr<const chain::ChainPasses>> passes;
+  // The layouts of the input shapes the chain ran on (chain::layout_of), and its backward's
+  // passes for the inputs wanting gradients and outputs' gradients given (chain::passes_of):
+  // the same at every step of a loop.
+  KeptPerKey<chain::ChainLayout> layouts;
+  KeptPerKey<chain::ChainPasses> passes;
 };
 
 // The op of a chain, for a captured step's program: inputs as in the program's operands,

@@ -74,12 +74,10 @@ bool made_for(const ChainLayout& l, const InputList<Tensor>& inputs) {
 
 }  // namespace
 
-std::shared_ptr<const ChainLayout> layout_of(const ChainProgram& p, const InputList<Tensor>& inputs) {
-  std::shared_ptr<const ChainLayout> kept = p.layout.load(std::memory_order_acquire);
-  if (kept && made_for(*kept, inputs)) return kept;
-  auto made = std::make_shared<const ChainLayout>(make_layout(p, inputs));
-  p.layout.store(made, std::memory_order_release);
-  return made;
+const ChainLayout& layout_of(const ChainProgram& p, const InputList<Tensor>& inputs,
+                             std::shared_ptr<const ChainLayout>& hold) {
+  return p.layouts.get([&](const ChainLayout& l) { return made_for(l, inputs); },
+                       [&] { return std::make_shared<const ChainLayout>(make_layout(p, inputs)); }, hold);
 }
 
 }  // namespace recur::scan_engine::detail::chain

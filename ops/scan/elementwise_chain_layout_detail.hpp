@@ -3,7 +3,7 @@
 // into blocks, how each slot reads its input and how each input's gradient is written, for
 // one set of input shapes. A loop calls its chain with the same shapes at every step, and
 // working this out at every call cost as much as a small chain's arithmetic: it is made at
-// the first call and kept in the program (ChainProgram::layout).
+// the first call and kept in the program (ChainProgram::layouts).
 #include <cstdint>
 #include <memory>
 
@@ -43,8 +43,9 @@ inline bool one_row(const Tensor& in, std::int64_t total, std::int64_t width) {
   return in.numel() == in.shape().back() && total != width;
 }
 
-// The layout for these inputs: the one `p` keeps when their shapes match, else a new one,
-// which `p` then keeps. The caller holds it for as long as it reads it.
-std::shared_ptr<const ChainLayout> layout_of(const ChainProgram& p, const InputList<Tensor>& inputs);
+// The layout for these inputs: the one `p` keeps for their shapes, else a new one, which `p`
+// then keeps (ChainProgram::layouts; `hold` keeps it alive where `p` does not).
+const ChainLayout& layout_of(const ChainProgram& p, const InputList<Tensor>& inputs,
+                             std::shared_ptr<const ChainLayout>& hold);
 
 }  // namespace recur::scan_engine::detail::chain

@@ -69,7 +69,7 @@ class PassMaker {
     if (of < 0) return r;
     if (r >= n_code_) {
       const std::uint16_t in = p_.slots[r - n_code_].input;
-      if (!out_.needs[in] || out_.layout->writes[in] != Writes::sum) return r;
+      if (!out_.needs[in] || out_.writes[in] != Writes::sum) return r;
     }
     return static_cast<std::size_t>(of);
   }
@@ -115,28 +115,30 @@ class PassMaker {
   std::uint16_t gradient_ = 0;
 };
 
-bool made_for(const ChainPasses& c, const std::shared_ptr<const ChainLayout>& layout, std::span<const std::uint8_t> needs,
-              const Flags& defined) {
-  return c.layout == layout && std::equal(needs.begin(), needs.end(), c.needs.begin(), c.needs.end()) &&
-         c.defined == defined;
+bool made_for(const ChainPasses& c, const ChainLayout& layout, std::span<const std::uint8_t> needs, const Flags& defined) {
+  return std::equal(layout.writes.begin(), layout.writes.end(), c.writes.begin(), c.writes.end()) &&
+         std::equal(needs.begin(), needs.end(), c.needs.begin(), c.needs.end()) && c.defined == defined;
 }
 
-}  // namespace
-
-std::shared_ptr<const ChainPasses> passes_of(const ChainProgram& p, const std::shared_ptr<const ChainLayout>& layout,
-                                             std::span<const std::uint8_t> needs, const Flags& defined) {
-  std::shared_ptr<const ChainPasses> kept = p.passes.load(std::memory_order_acquire);
-  if (kept && made_for(*kept, layout, needs, defined)) return kept;
+std::shared_ptr<const ChainPasses> make_passes(const ChainProgram& p, const ChainLayout& layout,
+                                               std::span<const std::uint8_t> needs, const Flags& defined) {
   auto made = std::make_shared<ChainPasses>();
-  made->layout = layout;
+  made->writes = layout.writes;
   made->needs.assign(needs.begin(), needs.end());
   made->defined = defined;
   made->given.assign(p.code.size(), -1);
   for (std::size_t o = 0; o < p.outputs.size(); ++o)
     if (defined[o] && p.output_not_operand[o]) made->given[p.outputs[o]] = static_cast<std::int32_t>(o);
   PassMaker(p, *made)();
-  p.passes.store(made, std::memory_order_release);
   return made;
+}
+
+}  // namespace
+
+const ChainPasses& passes_of(const ChainProgram& p, const ChainLayout& layout, std::span<const std::uint8_t> needs,
+                             const Flags& defined, std::shared_ptr<const ChainPasses>& hold) {
+  return p.passes.get([&](const ChainPasses& c) { return made_for(c, layout, needs, defined); },
+                      [&] { return make_passes(p, layout, needs, defined); }, hold);
 }
 
 }  // namespace recur::scan_engine::detail::chain

@@ -38,9 +38,10 @@ struct ChainPass {
 };
 
 struct ChainPasses {
-  // What they were made for.
-  std::shared_ptr<const ChainLayout> layout;
-  Flags needs, defined;  // per input: wants a gradient; per output: its gradient is given
+  // What they were made for: per input, how its gradient is written (ChainLayout::writes)
+  // and whether it wants one; per output, whether its gradient is given.
+  boost::container::small_vector<Writes, 8> writes;
+  Flags needs, defined;
   // Per value: the output gradient it reads where it is given (output_not_operand), or -1.
   boost::container::small_vector<std::int32_t, 32> given;
   std::vector<ChainPass> passes;
@@ -51,8 +52,9 @@ struct ChainPasses {
 };
 
 // The passes for these: the ones `p` keeps when made for the same, else new ones that `p` then
-// keeps. `defined` per output: whether its gradient reached the chain.
-std::shared_ptr<const ChainPasses> passes_of(const ChainProgram& p, const std::shared_ptr<const ChainLayout>& layout,
-                                             std::span<const std::uint8_t> needs, const Flags& defined);
+// keeps (ChainProgram::passes; `hold` keeps them alive where `p` does not). `defined` per
+// output: whether its gradient reached the chain.
+const ChainPasses& passes_of(const ChainProgram& p, const ChainLayout& layout, std::span<const std::uint8_t> needs,
+                             const Flags& defined, std::shared_ptr<const ChainPasses>& hold);
 
 }  // namespace recur::scan_engine::detail::chain
