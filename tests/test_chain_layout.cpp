@@ -1,6 +1,6 @@
-// A chain keeps the layout of the input shapes it last ran on (ChainProgram::layout,
+// A chain keeps the layouts of the input shapes it ran on (ChainProgram::layouts,
 // ops/scan/elementwise_chain_layout_detail.hpp), and its backward's passes for the inputs that
-// wanted gradients then (ChainProgram::passes): a loop's steps call it with the same. Called
+// wanted gradients (ChainProgram::passes): a loop's steps call it with the same. Called
 // with others it must work out theirs: one program run on other shapes, or with other inputs
 // wanting gradients, gives each time the bits a program of its own gives, and what the ops
 // give one by one.
@@ -43,12 +43,12 @@ struct Result {
   Tensor y, dx, dc;
 };
 
-// The chain `op` (or the ops one by one, without it) on x of shape x_shape and c of [4, 3],
+// The chain `op` (or the ops one by one, without it) on x of shape x_shape and c of c_shape,
 // with the gradient of sum(y * w); c a constant (no gradient) unless `c_wants_gradient`.
-Result run(const detail::OpBox* op, const Shape& x_shape, bool c_wants_gradient = true) {
+Result run(const detail::OpBox* op, const Shape& x_shape, bool c_wants_gradient = true, const Shape& c_shape = {4, 3}) {
   Generator gen(11);
   const Tensor x_value = uniform(x_shape, -1, 1, gen, DType::float64);
-  const Tensor c_value = uniform({4, 3}, -1, 1, gen, DType::float64);
+  const Tensor c_value = uniform(c_shape, -1, 1, gen, DType::float64);
   const Tensor w_value = uniform({4, 3}, -1, 1, gen, DType::float64);
   Tape tape;
   const Var x = tape.variable(x_value), c = c_wants_gradient ? tape.variable(c_value) : tape.constant(c_value);
@@ -99,6 +99,28 @@ TEST(ChainLayout, OneProgramForInputsThatWantGradientsOrNotGivesWhatAProgramOfIt
     if (!c_wants) continue;
     ASSERT_TRUE(got.dc.defined()) << what;
     EXPECT_TRUE(testing::same_bytes(got.dc, fresh.dc)) << what;
+    EXPECT_LE(relative_error(got.dc, ops.dc), 1e-15) << what;
+  }
+}
+
+// c whole ([4, 3]: the one slot writes its gradient) or broadcast ([3]: its gradient sums the
+// rows, and the slot reads the sum's gradient where it is instead of a copy): other passes for
+// the same inputs wanting gradients. Broadcast first: the whole one's passes, kept and used
+// for [3], would happen to give its gradient; [3]'s used for [4, 3] leave c's unwritten.
+// (Checked: keyed without how each input's gradient is written, this fails.)
+TEST(ChainLayout, OneProgramOnAWholeAndABroadcastInputGivesWhatAProgramOfItsOwnGives) {
+  const detail::OpBox shared = gates_of_one_input();
+  for (const Shape& c_shape : {Shape{3}, Shape{4, 3}, Shape{3}, Shape{4, 3}}) {
+    const std::string what = "c of shape " + to_string(c_shape);
+    const detail::OpBox own = gates_of_one_input();
+    const Result got = run(&shared, {4, 6}, true, c_shape), fresh = run(&own, {4, 6}, true, c_shape),
+                 ops = run(nullptr, {4, 6}, true, c_shape);
+    EXPECT_TRUE(testing::same_bytes(got.y, fresh.y)) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dx, fresh.dx)) << what;
+    EXPECT_TRUE(testing::same_bytes(got.dc, fresh.dc)) << what;
+    ASSERT_EQ(got.dc.shape(), c_shape) << what;
+    EXPECT_TRUE(testing::same_bytes(got.y, ops.y)) << what;
+    EXPECT_LE(relative_error(got.dx, ops.dx), 1e-15) << what;
     EXPECT_LE(relative_error(got.dc, ops.dc), 1e-15) << what;
   }
 }

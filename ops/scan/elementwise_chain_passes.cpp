@@ -19,14 +19,14 @@ class PassMaker {
       if (out_.defined[o]) {
         const std::size_t r = p_.outputs[o];
         if (out_.given[r] < 0)  // copied in
-          out_.passes.push_back({Rule::copy, {}, false, written_[r] != 0, true, static_cast<std::uint16_t>(o), {}, {},
-                                 {}, static_cast<std::uint16_t>(lives(r))});
+          out_.passes.push_back({Rule::copy, {}, false, written_[r] != 0, true, static_cast<std::uint32_t>(o), {}, {},
+                                 {}, static_cast<std::uint32_t>(lives(r))});
         written_[r] = 1;
       }
     for (std::size_t k = n_code_; k-- > 0;) {
       if (!written_[k]) continue;  // no gradient reached this value
       const ChainInstruction& in = p_.code[k];
-      gradient_ = static_cast<std::uint16_t>(lives(k));
+      gradient_ = static_cast<std::uint32_t>(lives(k));
       const PassSource y{Kind::value, {false, static_cast<std::uint16_t>(k)}};
       const PassSource a{Kind::operand, in.a}, b{Kind::operand, in.b};
       switch (in.code) {
@@ -53,7 +53,7 @@ class PassMaker {
       }
     }
     for (std::size_t j = 0; j < p_.slots.size(); ++j) {
-      out_.slot_register.push_back(static_cast<std::uint16_t>(lives(n_code_ + j)));
+      out_.slot_register.push_back(static_cast<std::uint32_t>(lives(n_code_ + j)));
       out_.slot_written.push_back(written_[n_code_ + j]);
     }
   }
@@ -97,14 +97,14 @@ class PassMaker {
       const std::size_t r = register_of(f.a, n_code_);
       const auto [then, reads] = own_rule(o.index);
       out_.passes.push_back({rule, then, true, written_[r] != 0, false, gradient_, u, v, reads,
-                             static_cast<std::uint16_t>(lives(r))});
+                             static_cast<std::uint32_t>(lives(r))});
       written_[r] = 1;
       return;
     }
     if (!needs(o)) return;
     const std::size_t r = register_of(o, n_code_);
     if (lives(r) == r)  // else its one share is the gradient itself, read where it is
-      out_.passes.push_back({rule, {}, false, written_[r] != 0, false, gradient_, u, v, {}, static_cast<std::uint16_t>(r)});
+      out_.passes.push_back({rule, {}, false, written_[r] != 0, false, gradient_, u, v, {}, static_cast<std::uint32_t>(r)});
     written_[r] = 1;
   }
 
@@ -112,7 +112,7 @@ class PassMaker {
   ChainPasses& out_;
   std::size_t n_code_;
   Flags written_;  // per register: a share reached it
-  std::uint16_t gradient_ = 0;
+  std::uint32_t gradient_ = 0;
 };
 
 bool made_for(const ChainPasses& c, const ChainLayout& layout, std::span<const std::uint8_t> needs, const Flags& defined) {

@@ -32,9 +32,9 @@ struct ChainPass {
   bool folded = false;
   bool accumulate = false;   // `into` holds a share already: added to, else written
   bool from_output = false;  // reads output `gradient`'s gradient as given, else register `gradient`
-  std::uint16_t gradient = 0;
+  std::uint32_t gradient = 0;
   PassSource u, v, w;
-  std::uint16_t into = 0;
+  std::uint32_t into = 0;
 };
 
 struct ChainPasses {
@@ -47,7 +47,7 @@ struct ChainPasses {
   std::vector<ChainPass> passes;
   // Per slot: the register that holds its gradient (its own, or the one it reads instead of
   // a copy: ChainProgram::gradient_copy_of); and whether any gradient reached it.
-  boost::container::small_vector<std::uint16_t, 32> slot_register;
+  boost::container::small_vector<std::uint32_t, 32> slot_register;
   Flags slot_written;
 };
 
