@@ -122,7 +122,7 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
       T* d = grads[slot.input].data<T>();
       const Tensor& in = inputs[slot.input];
       const std::int64_t size = in.numel();
-      const std::int64_t stride = slot.column < 0 || one_row(in, total, width) ? 0 : in.shape().back();
+      const std::int64_t stride = layout.strided[j] ? in.shape().back() : 0;
       const Writes how = writes[slot.input];
       if (!plan->slot_written[j]) {  // no gradient reached the slot: zeros where only it writes
         T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;

@@ -39,11 +39,12 @@ ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) 
   for (std::size_t i = 0; i < inputs.size(); ++i) l.shapes.push_back(inputs[i].shape());
   l.total = numel(p.shape);
   l.width = p.shape.empty() ? 1 : p.shape.back();
+  std::int64_t period = 1;  // blocks start at whole periods of every broadcast input
   for (const ChainSlot& slot : p.slots) {
-    if (slot.column >= 0) l.period = std::max(l.period, l.width);  // blocks of whole rows
-    else if (inputs[slot.input].numel() != l.total) l.period = std::max(l.period, inputs[slot.input].numel());
+    if (slot.column >= 0) period = std::max(period, l.width);  // blocks of whole rows
+    else if (inputs[slot.input].numel() != l.total) period = std::max(period, inputs[slot.input].numel());
   }
-  l.block = block_size(l.total, l.period);
+  l.block = block_size(l.total, period);
   // A slot of columns is read in place, row by row; a broadcast input (and a slot of columns
   // of one row) reads the same in every block (blocks start at whole periods): a block-sized
   // copy of it.
@@ -55,12 +56,11 @@ ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) 
   }
   find_writes(p, inputs, l);
   l.partial_at.assign(inputs.size(), -1);
-  for (const ChainSlot& slot : p.slots) {
-    const Tensor& in = inputs[slot.input];
-    const bool repeated = slot.column >= 0 ? one_row(in, l.total, l.width) : in.numel() != l.total;
-    if (!repeated || l.writes[slot.input] != Writes::sum || l.partial_at[slot.input] >= 0) continue;
-    l.partial_at[slot.input] = l.partial_size;
-    l.partial_size += in.numel();
+  for (std::size_t j = 0; j < p.slots.size(); ++j) {
+    const std::uint16_t in = p.slots[j].input;
+    if (!l.repeated[j] || l.writes[in] != Writes::sum || l.partial_at[in] >= 0) continue;
+    l.partial_at[in] = l.partial_size;
+    l.partial_size += inputs[in].numel();
   }
   return l;
 }

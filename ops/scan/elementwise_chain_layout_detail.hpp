@@ -25,7 +25,7 @@ enum class Writes : std::uint8_t {
 
 struct ChainLayout {
   boost::container::small_vector<Shape, 8> shapes;  // the inputs' shapes it was made for
-  std::int64_t total = 0, width = 1, period = 1, block = 1;  // elements, last size, repeat, per block
+  std::int64_t total = 0, width = 1, block = 1;  // elements, last size, per block
   Flags strided;   // per slot: columns of a wider input, read in place row by row
   Flags repeated;  // per slot: read as a block-sized copy (a broadcast input, columns of one row)
   boost::container::small_vector<Writes, 8> writes;  // per input
