@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tensor.hpp>
+#include <recur/core/tile_team.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 
 namespace recur::nn::detail {
@@ -39,11 +41,12 @@ template <class T>
 class CellReplay {
  public:
   CellReplay(const FusedSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
-             std::int64_t n, bool reverse, std::vector<std::int64_t> lengths = {})
-      : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), reverse_(reverse),
-        lengths_(std::move(lengths)), states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
+             std::int64_t n, bool reverse, std::vector<std::int64_t> lengths = {}, std::int64_t tiles = 1)
+      : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), tiles_(tiles),
+        reverse_(reverse), lengths_(std::move(lengths)), states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
 
-  // {c after loop step s, c before it}.
+  // {c after loop step s, c before it}. A segment's replay runs its rows in `tiles`
+  // (parallel::for_each_range), as the step's cell kernels do: each row's states are its own.
   std::pair<const T*, const T*> at(std::int64_t s) {
     const std::int64_t seg = s / saved_.interval, begin = seg * saved_.interval;
     if (seg != segment_) replay(seg, begin);
@@ -58,27 +61,29 @@ class CellReplay {
   T* state(std::int64_t k) { return states_.data() + k * rows_; }
   void replay(std::int64_t seg, std::int64_t begin) {
     const std::int64_t end = std::min(steps_, begin + saved_.interval);
-    const T* prev = entry(seg);
     const auto cell_update = kernels<T>().lstm.cell_update;
-    for (std::int64_t s = begin; s < end; ++s) {
-      const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
-      const T* act = act_ + t * batch_ * 4 * n_;
-      T* c = state(s - begin);
-      for (std::int64_t b = 0; b < batch_; ++b) {
-        if (lengths_.empty() || t < lengths_[static_cast<std::size_t>(b)]) {
-          cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
-        } else {  // a finished element keeps its cell state (the fused op's lengths)
-          std::copy(prev + b * n_, prev + (b + 1) * n_, c + b * n_);
+    parallel::for_each_range(batch_, tiles_, [&](std::int64_t, std::int64_t first, std::int64_t last) {
+      const T* prev = entry(seg);
+      for (std::int64_t s = begin; s < end; ++s) {
+        const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
+        const T* act = act_ + t * batch_ * 4 * n_;
+        T* c = state(s - begin);
+        for (std::int64_t b = first; b < last; ++b) {
+          if (lengths_.empty() || t < lengths_[static_cast<std::size_t>(b)]) {
+            cell_update(act + b * 4 * n_, prev + b * n_, c + b * n_, n_);
+          } else {  // a finished element keeps its cell state (the fused op's lengths)
+            std::copy(prev + b * n_, prev + (b + 1) * n_, c + b * n_);
+          }
         }
+        prev = c;
       }
-      prev = c;
-    }
+    }, blas::step_work_backs_off());
     segment_ = seg;
   }
 
   const FusedSaved& saved_;
   const T *act_, *c0_;
-  std::int64_t steps_, rows_, batch_, n_;
+  std::int64_t steps_, rows_, batch_, n_, tiles_;
   bool reverse_;
   std::vector<std::int64_t> lengths_;  // empty: every element runs every step
   std::vector<T> states_;

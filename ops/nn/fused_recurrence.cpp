@@ -19,6 +19,7 @@
 #include <recur/core/blas.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/creation.hpp>
+#include <recur/core/tile_team.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
@@ -33,6 +34,15 @@ namespace recur::nn {
 namespace {
 
 using detail::FusedGeometry;
+
+// f(tile, begin, end) over a step's batch rows in `tiles` fixed ranges (blas::step_work_tiles:
+// one, or one per thread while the per-step products' helpers spin for the next product).
+// Rows are independent and each is computed alike wherever it runs: the bits never depend on
+// the split. f must not throw or allocate (it may run on a helper).
+template <class F>
+void each_row_tile(std::int64_t tiles, std::int64_t batch, const F& f) {
+  parallel::for_each_range(batch, tiles, f, blas::step_work_backs_off());
+}
 
 // What BackwardData yields: the initial states' gradients (c0's an LSTM's only) and a
 // projected LSTM's dW_hr (its per-step terms need the step's dh, which only the loop has).
@@ -176,7 +186,10 @@ struct FusedRecurrence {
     const std::int64_t interval = detail::replay_interval(steps);
     Tensor cells = lstm() ? Tensor::empty({(steps - 1) / interval, batch, n}, x.dtype()) : Tensor();
     std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * crows) : 0);  // c_{t-1} and c_t
-    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : n));  // GRU: h W_hh^T [B, 3H] and r h [B, H]
+    // The cells' elementwise work of a step, shared by rows (each_row_tile).
+    const std::int64_t tiles = blas::step_work_tiles(rows, batch);
+    // GRU: h W_hh^T [B, 3H] and r h [B, H]; LSTM: a row's scratch per tile.
+    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : n * tiles));
     std::vector<T> m(static_cast<std::size_t>(projected() ? crows : 0));  // o * tanh(c), before W_hr
     Tensor hn = gru() && !reset_inside() ? Tensor::empty({steps, batch, n}, x.dtype()) : Tensor();
     T* h = out.data<T>();
@@ -191,29 +204,35 @@ struct FusedRecurrence {
       const std::int64_t t = geo.time_of(s);
       T* g = pre_data + t * rows;
       T* ht = h + t * hrows;
+      const T* row_bias = bias.empty() ? nullptr : bias.data();  // b_ih (+ b_hh but for a GRU)
       if (gru()) {
-        add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);  // x W_ih^T + b_ih
-        gru_step(g, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n,
-                 recurrent);
+        gru_step(g, row_bias, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n,
+                 recurrent, tiles);
         carry_finished(t, hp, ht, batch, n);
         hp = ht;
         continue;
       }
       recurrent(hp, g);  // += h W_hh^T
-      add_bias(g, batch, gh, bias.empty() ? nullptr : bias.data(), gh);
       if (lstm()) {
         T* c = ring.data() + (s % 2) * crows;
         T* mt = projected() ? m.data() : ht;  // o * tanh(c'), h' itself without a projection
-        for (std::int64_t b = 0; b < batch; ++b)
-          kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data(), n);
+        each_row_tile(tiles, batch, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
+          add_bias(g + begin * gh, end - begin, gh, row_bias, gh);
+          for (std::int64_t b = begin; b < end; ++b)
+            kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data() + tile * n,
+                                 n);
+        });
         if (projected())  // h' = m W_hr^T
           blas::gemm(false, true, batch, p, n, T(1), mt, n, data<T>(in, In::w_hr), n, T(0), ht, p);
         carry_finished(t, cp, c, batch, n);
         if ((s + 1) % interval == 0 && s + 1 < steps)  // the entry state of the next segment
           std::copy(c, c + crows, cells.data<T>() + ((s + 1) / interval - 1) * crows);
         cp = c;
-      } else {
-        kernels.rnn.forward(g, hrows, options.nonlinearity);
+      } else {  // an RNN's g is h' (gh = p)
+        each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+          add_bias(g + begin * gh, end - begin, gh, row_bias, gh);
+          kernels.rnn.forward(g + begin * gh, (end - begin) * gh, options.nonlinearity);
+        });
       }
       carry_finished(t, hp, ht, batch, p);
       hp = ht;
@@ -234,12 +253,13 @@ struct FusedRecurrence {
     return b ? b + offset : nullptr;
   }
 
-  // One GRU step: g [B, 3H] (x W_ih^T + b_ih) becomes the activations and ht h'. scratch:
-  // [B, 3H] for h W_hh^T + b_hh, then [B, H] for ONNX's r h. hn: where PyTorch's form keeps
-  // h W_hn^T + b_hn for backward (null in ONNX's form).
+  // One GRU step: g [B, 3H] (x W_ih^T, + b_ih when given) becomes the activations and ht h'.
+  // scratch: [B, 3H] for h W_hh^T + b_hh, then [B, H] for ONNX's r h. hn: where PyTorch's
+  // form keeps h W_hn^T + b_hn for backward (null in ONNX's form). The rows' elementwise work
+  // in `tiles` (each_row_tile).
   template <class T>
-  void gru_step(T* g, T* scratch, const T* hprev, T* ht, T* hn, std::span<const Tensor> in, std::int64_t batch,
-                std::int64_t n, const blas::RepeatedGemm<T>& gates) const {
+  void gru_step(T* g, const T* b_ih, T* scratch, const T* hprev, T* ht, T* hn, std::span<const Tensor> in,
+                std::int64_t batch, std::int64_t n, const blas::RepeatedGemm<T>& gates, std::int64_t tiles) const {
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
     const T* w_hh = data<T>(in, In::w_hh);
@@ -248,19 +268,36 @@ struct FusedRecurrence {
     // 3H, the candidate's too).
     const std::int64_t cols = reset_inside() ? 2 * n : gh;
     gates(hprev, hp);
-    add_bias(hp, batch, gh, b_hh_from<T>(in, 0), cols);
-    for (std::int64_t b = 0; b < batch; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
-    if (reset_inside()) {
-      for (std::int64_t b = 0; b < batch; ++b)
+    auto gates_of_rows = [&](std::int64_t begin, std::int64_t end) {
+      add_bias(g + begin * gh, end - begin, gh, b_ih, gh);
+      add_bias(hp + begin * gh, end - begin, gh, b_hh_from<T>(in, 0), cols);
+      for (std::int64_t b = begin; b < end; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
+    };
+    auto output_of_rows = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
+        gru_rows.blend(g + b * gh, hprev + b * n, ht + b * n, n);
+        if (hn) std::copy(hp + b * gh + 2 * n, hp + b * gh + 3 * n, hn + b * n);
+      }
+    };
+    if (!reset_inside()) {
+      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+        gates_of_rows(begin, end);
+        output_of_rows(begin, end);
+      });
+      return;
+    }
+    // ONNX's form: the candidate's product reads r h, made between the two.
+    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      gates_of_rows(begin, end);
+      for (std::int64_t b = begin; b < end; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
-      blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
-      add_bias(hp + 2 * n, batch, gh, b_hh_from<T>(in, 2 * n), n);
-    }
-    for (std::int64_t b = 0; b < batch; ++b) {
-      gru_rows.candidate(g + b * gh, hp + b * gh + 2 * n, g + b * gh, !reset_inside(), n);
-      gru_rows.blend(g + b * gh, hprev + b * n, ht + b * n, n);
-      if (hn) std::copy(hp + b * gh + 2 * n, hp + b * gh + 3 * n, hn + b * n);
-    }
+    });
+    blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
+    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      add_bias(hp + begin * gh + 2 * n, end - begin, gh, b_hh_from<T>(in, 2 * n), n);
+      output_of_rows(begin, end);
+    });
   }
 
   template <class T>
@@ -331,7 +368,10 @@ struct FusedRecurrence {
     // dh: the whole gradient reaching h at the current step, its upstream row plus what the
     // step after it sends back (added by the gemm, beta = 1, so no separate pass). A GRU's
     // h also reaches h' directly (h' = ... + z h): that share waits in `direct`.
-    std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n));
+    // The cells' elementwise work of a step, shared by rows (each_row_tile); an LSTM row's
+    // scratch per tile.
+    const std::int64_t tiles = blas::step_work_tiles(rows, batch);
+    std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n * tiles));
     // With lengths, a finished element's h passes straight through too: its dh waits there.
     std::vector<T> direct(static_cast<std::size_t>(gru() || !lengths.empty() ? hrows : 0));
     std::vector<T> d_rh(static_cast<std::size_t>(reset_inside() ? hrows : 0));  // ONNX's GRU: r h's gradient
@@ -353,7 +393,7 @@ struct FusedRecurrence {
     }
     const detail::KernelTable<T>& kernels = detail::kernels<T>();
     std::optional<detail::CellReplay<T>> cells;
-    if (lstm()) cells.emplace(*saved, dg, data<T>(in, In::c0), steps, batch, n, geo.reverse, lengths);
+    if (lstm()) cells.emplace(*saved, dg, data<T>(in, In::c0), steps, batch, n, geo.reverse, lengths, tiles);
     // ONNX's GRU sends h_prev's gradient back through its first 2H gate rows only (the
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
@@ -366,16 +406,22 @@ struct FusedRecurrence {
         const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
         if (w_hr) project_backward(dgt, c, dh.data(), m.data(), dm.data(), w_hr, st.w_hr, t, batch, n, p, gh);
         const T* dout = w_hr ? dm.data() : dh.data();
-        for (std::int64_t b = 0; b < batch; ++b)
-          if (runs(t, b))  // a finished element's dc passes through unchanged
-            kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
-                                  scratch.data(), n);
+        each_row_tile(tiles, batch, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
+          for (std::int64_t b = begin; b < end; ++b)
+            if (runs(t, b))  // a finished element's dc passes through unchanged
+              kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
+                                    scratch.data() + tile * n, n);
+        });
       } else if (gru()) {
         const T* hprev = s == 0 ? data<T>(in, In::h0) : h + geo.time_of(s - 1) * hrows;
         gru_backward_step(dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
-                          hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh);
-      } else {
-        kernels.rnn.backward(h + t * hrows, dh.data(), dgt, hrows, options.nonlinearity);
+                          hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh, tiles);
+      } else {  // rows of p = gh
+        const T* ht = h + t * hrows;
+        each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+          kernels.rnn.backward(ht + begin * p, dh.data() + begin * p, dgt + begin * p, (end - begin) * p,
+                               options.nonlinearity);
+        });
       }
       if (!lengths.empty()) pass_finished(t, dgt, drec + t * rows, d.reset_h ? d.reset_h + t * hrows : nullptr,
                                           dh.data(), direct.data(), batch, p, gh);
@@ -440,26 +486,34 @@ struct FusedRecurrence {
   // ONNX's form keeps r h_prev in rh [B, H] for W_hn's gradient (d_rh [B, H]: scratch).
   template <class T>
   void gru_backward_step(T* dgt, T* drt, T* rh, const T* hprev, const T* dh, T* direct, T* d_rh, std::int64_t t,
-                         std::int64_t batch, std::int64_t n, const T* w_hh) const {
+                         std::int64_t batch, std::int64_t n, const T* w_hh, std::int64_t tiles) const {
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
-    if (reset_inside())
-      for (std::int64_t b = 0; b < batch; ++b)
-        for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
-    for (std::int64_t b = 0; b < batch; ++b)
-      gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
+    auto blend_of_rows = [&](std::int64_t begin, std::int64_t end) {
+      if (reset_inside())
+        for (std::int64_t b = begin; b < end; ++b)
+          for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = dgt[b * gh + j] * hprev[b * n + j];
+      for (std::int64_t b = begin; b < end; ++b)
+        gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
+    };
     if (reset_inside()) {
+      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) { blend_of_rows(begin, end); });
       // r h's gradient dn W_hn, into the reset gate's and h_prev's.
       blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
-      for (std::int64_t b = 0; b < batch; ++b)
-        gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
+      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+        for (std::int64_t b = begin; b < end; ++b)
+          gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
+      });
       return;
     }
     const T* hn = saved->hn.data<T>() + t * batch * n;
-    for (std::int64_t b = 0; b < batch; ++b) {
-      gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
-      std::copy(dgt + b * gh, dgt + b * gh + 2 * n, drt + b * gh);
-    }
+    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      blend_of_rows(begin, end);
+      for (std::int64_t b = begin; b < end; ++b) {
+        gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);
+        std::copy(dgt + b * gh, dgt + b * gh + 2 * n, drt + b * gh);
+      }
+    });
   }
 
   // create_graph: the same function recorded op by op through scan, differentiated again.
