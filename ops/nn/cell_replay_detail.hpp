@@ -43,7 +43,9 @@ class CellReplay {
   CellReplay(const FusedSaved& saved, const T* act, const T* c0, std::int64_t steps, std::int64_t batch,
              std::int64_t n, bool reverse, std::vector<std::int64_t> lengths = {}, std::int64_t tiles = 1)
       : saved_(saved), act_(act), c0_(c0), steps_(steps), rows_(batch * n), batch_(batch), n_(n), tiles_(tiles),
-        reverse_(reverse), lengths_(std::move(lengths)), states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
+        reverse_(reverse),
+        lengths_(std::move(lengths)),
+        states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
 
   // {c after loop step s, c before it}. A segment's replay runs its rows in `tiles`
   // (parallel::for_each_range), as the step's cell kernels do: each row's states are its own.

@@ -403,7 +403,10 @@ struct FusedRecurrence {
       const std::int64_t t = geo.time_of(s);
       T* dgt = dg + t * rows;
       if (lstm()) {
-        const auto [c, c_prev] = cells->at(s);  // replays before the step overwrites its activations
+        // Replays before the step overwrites its activations. (Not a structured binding: clang
+        // before 16 cannot capture one in the lambda below.)
+        const std::pair<const T*, const T*> states = cells->at(s);
+        const T *c = states.first, *c_prev = states.second;
         if (w_hr) project_backward(dgt, c, dh.data(), m.data(), dm.data(), w_hr, st.w_hr, t, batch, n, p, gh);
         const T* dout = w_hr ? dm.data() : dh.data();
         each_row_tile(tiles, batch, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
@@ -497,7 +500,8 @@ struct FusedRecurrence {
         gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
     };
     if (reset_inside()) {
-      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) { blend_of_rows(begin, end); });
+      each_row_tile(tiles, batch,
+                    [&](std::int64_t, std::int64_t begin, std::int64_t end) { blend_of_rows(begin, end); });
       // r h's gradient dn W_hn, into the reset gate's and h_prev's.
       blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
       each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
