@@ -194,6 +194,9 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
   }
 #endif
   if constexpr (std::is_same_v<T, float>) {
+    // oneDNN's OpenMP team runs this product on every core: helpers spinning after a step's
+    // shared elementwise work would take a core from it.
+    if (onednn_) parallel::detail::park_helpers();
     if (onednn_ && onednn_->run(a, c)) return;
   }
   gemm(false, b_transposed_, m_, n_, k_, T(1), a, lda_, b_, ldb_, beta_, c, ldc_);

@@ -1,6 +1,9 @@
 #pragma once
 // The per-step products' backend (core/repeated_gemm.hpp) for one scope, then the process's
 // choice again, also when a test's assertion leaves the scope early.
+#include <chrono>
+#include <thread>
+
 #include <recur/core/blas.hpp>
 #include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
@@ -41,13 +44,39 @@ struct UseStepSplit {
 
 // A shared product's caller waits for a helper to claim a tile before it claims any, for one
 // scope (parallel::detail::set_helpers_claim_first): with two CPU-bound test shards on two
-// cores, a helper may otherwise stay off its core for every product of a test.
+// cores, a helper may otherwise stay off its core for every product of a test. The scope
+// starts and ends with a team that shares (forget_back_off): such a wait for a sleeping
+// helper looks like one held off its core, after which products would run alone for a while.
 struct HelpersClaimFirst {
-  HelpersClaimFirst() { parallel::detail::set_helpers_claim_first(true); }
-  ~HelpersClaimFirst() { parallel::detail::set_helpers_claim_first(false); }
+  HelpersClaimFirst() {
+    parallel::detail::forget_back_off();
+    parallel::detail::set_helpers_claim_first(true);
+  }
+  ~HelpersClaimFirst() {
+    parallel::detail::set_helpers_claim_first(false);
+    parallel::detail::forget_back_off();
+  }
   HelpersClaimFirst(const HelpersClaimFirst&) = delete;
   HelpersClaimFirst& operator=(const HelpersClaimFirst&) = delete;
 };
+
+// Helpers spin for 10 s after each shared piece of work, for one scope (a test of parking:
+// only a park puts them to sleep within it).
+struct LongHelperSpin {
+  LongHelperSpin() { parallel::detail::set_helper_spin(std::chrono::seconds(10)); }
+  ~LongHelperSpin() { parallel::detail::set_helper_spin(std::chrono::microseconds(0)); }
+  LongHelperSpin(const LongHelperSpin&) = delete;
+  LongHelperSpin& operator=(const LongHelperSpin&) = delete;
+};
+
+// Whether every helper the team started sleeps within `limit`.
+inline bool helpers_asleep_within(std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (parallel::tile_team_sleeping_helpers() < parallel::tile_team_helpers())
+    if (std::chrono::steady_clock::now() > until) return false;
+    else std::this_thread::yield();
+  return true;
+}
 
 // blas::gemm's row blocks (core/blas_narrow_detail.hpp) for one scope, then the default.
 struct UseRowBlocks {

@@ -4,6 +4,7 @@
 // or this CPU gets no libxsmm kernel, that side is skipped and says so.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -211,6 +212,27 @@ TEST(RepeatedGemm, OnednnEqualsAPlainLoop) {
       expect_product_right<float>(StepGemm::onednn, s, transposed, 1.f, "onednn");
       expect_product_right<double>(StepGemm::onednn, s, transposed, 1.0, "openblas");  // oneDNN has no f64 matmul
     }
+}
+
+// A product on oneDNN runs on its OpenMP team, on every core: before it, the tile team's
+// helpers that spin for the next shared work (a layer's cells, between its products) are
+// parked and sleep at once (here they would spin for 10 s).
+TEST(RepeatedGemm, AProductOnOnednnParksSpinningHelpers) {
+  if (!blas::onednn_built_in()) GTEST_SKIP() << "recur was built without oneDNN";
+  SKIP_UNLESS_TILES_CAN_BE_SHARED();
+  const testing::LongHelperSpin long_spin;
+  const UseStepGemm use(StepGemm::onednn);
+  const std::vector<float> w = random_values<float>(64 * 32, 3), a = random_values<float>(4 * 32, 4);
+  std::vector<float> c(4 * 64, 0.f);
+  const RepeatedGemm<float> product(4, 64, 32, w.data(), 32, true, 32, 64, 0.f);
+  ASSERT_STREQ(product.backend(), "onednn");
+  const testing::HelpersClaimFirst helpers_first;  // a helper joins the shared work
+  for (int round = 0; round < 2; ++round) {
+    parallel::for_each_tile(8, 2, [](std::int64_t) {});
+    ASSERT_FALSE(testing::helpers_asleep_within(std::chrono::milliseconds(200))) << "round " << round << ": helpers slept unparked";
+    product(a.data(), c.data());
+    EXPECT_TRUE(testing::helpers_asleep_within(std::chrono::seconds(5))) << "round " << round << ": helpers spin beside oneDNN";
+  }
 }
 
 // By default a float32 product above libxsmm's limit (72 MFLOP here) runs on oneDNN where

@@ -56,25 +56,15 @@ TEST(TileTeam, HelpersWakeAfterSleeping) {
 // for 10 s), and wake for the next product.
 TEST(TileTeam, ParkedHelpersSleepAtOnceAndWakeForTheNextProduct) {
   SKIP_UNLESS_TILES_CAN_BE_SHARED();
-  struct LongSpin {
-    LongSpin() { parallel::detail::set_helper_spin(std::chrono::seconds(10)); }
-    ~LongSpin() { parallel::detail::set_helper_spin(std::chrono::microseconds(0)); }
-  } long_spin;
+  const testing::LongHelperSpin long_spin;
   const testing::HelpersClaimFirst helpers_first;  // a helper joins every product
-  auto all_asleep_within = [](std::chrono::milliseconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (parallel::tile_team_sleeping_helpers() < parallel::tile_team_helpers())
-      if (std::chrono::steady_clock::now() > until) return false;
-      else std::this_thread::yield();
-    return true;
-  };
   for (int round = 0; round < 3; ++round) {
     const std::uint64_t before = parallel::tile_team_helper_tiles();
     expect_each_tile_once(16, 2);
     EXPECT_GT(parallel::tile_team_helper_tiles(), before) << "round " << round << ": no helper joined";
-    EXPECT_FALSE(all_asleep_within(std::chrono::milliseconds(200))) << "round " << round << ": helpers slept unparked";
+    EXPECT_FALSE(testing::helpers_asleep_within(std::chrono::milliseconds(200))) << "round " << round << ": helpers slept unparked";
     parallel::detail::park_helpers();
-    EXPECT_TRUE(all_asleep_within(std::chrono::seconds(5))) << "round " << round << ": parked helpers still spin";
+    EXPECT_TRUE(testing::helpers_asleep_within(std::chrono::seconds(5))) << "round " << round << ": parked helpers still spin";
   }
 }
 
