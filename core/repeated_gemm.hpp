@@ -26,6 +26,8 @@
 #include <memory>
 #include <vector>
 
+#include <recur/core/tile_team.hpp>
+
 namespace recur::blas {
 namespace detail {
 class OnednnMatmul;
@@ -48,10 +50,18 @@ StepSplit step_split();
 bool shares_step_work();
 bool step_work_backs_off();
 // How many tiles a step's elementwise work of `elements` in `parts` independent parts (rows,
-// blocks) runs in (parallel::for_each_range): one per thread where per-step work shares and
-// it has at least 8192 elements and two parts (a captured LSTM step's chain at B32 H256: tens of
-// microseconds, which a helper spinning for the next product takes at once); else one.
+// blocks) runs in (for_each_step_range): one per thread where per-step work shares and it
+// has at least 8192 elements and two parts (a captured LSTM step's chain, or a fused layer's
+// cells, at B32 H256: tens of microseconds, which a helper spinning for the next product
+// takes at once); else one.
 std::int64_t step_work_tiles(std::int64_t elements, std::int64_t parts);
+// f(tile, begin, end) over `parts` in `tiles` fixed ranges (step_work_tiles) on recur's
+// threads (parallel::for_each_range), backing off as per-step work does. f must not throw
+// or allocate: it may run on a helper.
+template <class F>
+void for_each_step_range(std::int64_t parts, std::int64_t tiles, const F& f) {
+  parallel::for_each_range(parts, tiles, f, step_work_backs_off());
+}
 bool libxsmm_built_in();
 bool onednn_built_in();
 

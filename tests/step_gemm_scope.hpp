@@ -45,8 +45,8 @@ struct UseStepSplit {
 // A shared product's caller waits for a helper to claim a tile before it claims any, for one
 // scope (parallel::detail::set_helpers_claim_first): with two CPU-bound test shards on two
 // cores, a helper may otherwise stay off its core for every product of a test. The scope
-// starts and ends with a team that shares (forget_back_off): such a wait for a sleeping
-// helper looks like one held off its core, after which products would run alone for a while.
+// starts and ends with a team that shares (forget_back_off): a helper held off its core
+// mid-tile in an earlier test would otherwise leave products running alone for a while.
 struct HelpersClaimFirst {
   HelpersClaimFirst() {
     parallel::detail::forget_back_off();
@@ -61,10 +61,14 @@ struct HelpersClaimFirst {
 };
 
 // Helpers spin for 10 s after each shared piece of work, for one scope (a test of parking:
-// only a park puts them to sleep within it).
+// only a park puts them to sleep within it). Parked on the way out, so that a test that
+// leaves early does not leave them spinning into the next.
 struct LongHelperSpin {
   LongHelperSpin() { parallel::detail::set_helper_spin(std::chrono::seconds(10)); }
-  ~LongHelperSpin() { parallel::detail::set_helper_spin(std::chrono::microseconds(0)); }
+  ~LongHelperSpin() {
+    parallel::detail::set_helper_spin(std::chrono::microseconds(0));
+    parallel::detail::park_helpers();
+  }
   LongHelperSpin(const LongHelperSpin&) = delete;
   LongHelperSpin& operator=(const LongHelperSpin&) = delete;
 };

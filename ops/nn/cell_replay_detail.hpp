@@ -9,7 +9,6 @@
 
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tensor.hpp>
-#include <recur/core/tile_team.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 
 namespace recur::nn::detail {
@@ -48,7 +47,7 @@ class CellReplay {
         states_(static_cast<std::size_t>(saved.interval * batch * n)) {}
 
   // {c after loop step s, c before it}. A segment's replay runs its rows in `tiles`
-  // (parallel::for_each_range), as the step's cell kernels do: each row's states are its own.
+  // (blas::for_each_step_range), as the step's cell kernels do: each row's states are its own.
   std::pair<const T*, const T*> at(std::int64_t s) {
     const std::int64_t seg = s / saved_.interval, begin = seg * saved_.interval;
     if (seg != segment_) replay(seg, begin);
@@ -64,8 +63,9 @@ class CellReplay {
   void replay(std::int64_t seg, std::int64_t begin) {
     const std::int64_t end = std::min(steps_, begin + saved_.interval);
     const auto cell_update = kernels<T>().lstm.cell_update;
-    parallel::for_each_range(batch_, tiles_, [&](std::int64_t, std::int64_t first, std::int64_t last) {
-      const T* prev = entry(seg);
+    const T* const start = entry(seg);
+    blas::for_each_step_range(batch_, tiles_, [&](std::int64_t, std::int64_t first, std::int64_t last) {
+      const T* prev = start;
       for (std::int64_t s = begin; s < end; ++s) {
         const std::int64_t t = reverse_ ? steps_ - 1 - s : s;
         const T* act = act_ + t * batch_ * 4 * n_;
@@ -79,7 +79,7 @@ class CellReplay {
         }
         prev = c;
       }
-    }, blas::step_work_backs_off());
+    });
     segment_ = seg;
   }
 

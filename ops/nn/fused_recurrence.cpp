@@ -19,7 +19,6 @@
 #include <recur/core/blas.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/creation.hpp>
-#include <recur/core/tile_team.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
@@ -34,15 +33,6 @@ namespace recur::nn {
 namespace {
 
 using detail::FusedGeometry;
-
-// f(tile, begin, end) over a step's batch rows in `tiles` fixed ranges (blas::step_work_tiles:
-// one, or one per thread while the per-step products' helpers spin for the next product).
-// Rows are independent and each is computed alike wherever it runs: the bits never depend on
-// the split. f must not throw or allocate (it may run on a helper).
-template <class F>
-void each_row_tile(std::int64_t tiles, std::int64_t batch, const F& f) {
-  parallel::for_each_range(batch, tiles, f, blas::step_work_backs_off());
-}
 
 // What BackwardData yields: the initial states' gradients (c0's an LSTM's only) and a
 // projected LSTM's dW_hr (its per-step terms need the step's dh, which only the loop has).
@@ -186,15 +176,18 @@ struct FusedRecurrence {
     const std::int64_t interval = detail::replay_interval(steps);
     Tensor cells = lstm() ? Tensor::empty({(steps - 1) / interval, batch, n}, x.dtype()) : Tensor();
     std::vector<T> ring(lstm() ? static_cast<std::size_t>(2 * crows) : 0);  // c_{t-1} and c_t
-    // The cells' elementwise work of a step, shared by rows (each_row_tile).
+    // The cells' elementwise work of a step runs its batch rows in `tiles` fixed ranges
+    // (blas::for_each_step_range). Rows are independent and each is computed alike wherever
+    // it runs: the bits never depend on the split.
     const std::int64_t tiles = blas::step_work_tiles(rows, batch);
     // GRU: h W_hh^T [B, 3H] and r h [B, H]; LSTM: a row's scratch per tile.
-    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : n * tiles));
+    std::vector<T> scratch(static_cast<std::size_t>(gru() ? rows + hrows : lstm() ? n * tiles : 0));
     std::vector<T> m(static_cast<std::size_t>(projected() ? crows : 0));  // o * tanh(c), before W_hr
     Tensor hn = gru() && !reset_inside() ? Tensor::empty({steps, batch, n}, x.dtype()) : Tensor();
     T* h = out.data<T>();
     const T* hp = h0.data<T>();
     const T* cp = data<T>(in, In::c0);
+    const T* row_bias = bias.empty() ? nullptr : bias.data();  // b_ih (+ b_hh but for a GRU)
     const detail::KernelTable<T>& kernels = detail::kernels<T>();
     // The recurrent product of every step, W_hh the same at each (core/repeated_gemm.hpp):
     // g += h W_hh^T, or for a GRU its gates' h W_hh^T into scratch.
@@ -204,7 +197,6 @@ struct FusedRecurrence {
       const std::int64_t t = geo.time_of(s);
       T* g = pre_data + t * rows;
       T* ht = h + t * hrows;
-      const T* row_bias = bias.empty() ? nullptr : bias.data();  // b_ih (+ b_hh but for a GRU)
       if (gru()) {
         gru_step(g, row_bias, scratch.data(), hp, ht, hn.defined() ? hn.data<T>() + t * hrows : nullptr, in, batch, n,
                  recurrent, tiles);
@@ -216,7 +208,7 @@ struct FusedRecurrence {
       if (lstm()) {
         T* c = ring.data() + (s % 2) * crows;
         T* mt = projected() ? m.data() : ht;  // o * tanh(c'), h' itself without a projection
-        each_row_tile(tiles, batch, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
+        blas::for_each_step_range(batch, tiles, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
           add_bias(g + begin * gh, end - begin, gh, row_bias, gh);
           for (std::int64_t b = begin; b < end; ++b)
             kernels.lstm.forward(g + b * gh, g + b * gh, cp + b * n, c + b * n, mt + b * n, scratch.data() + tile * n,
@@ -229,7 +221,7 @@ struct FusedRecurrence {
           std::copy(c, c + crows, cells.data<T>() + ((s + 1) / interval - 1) * crows);
         cp = c;
       } else {  // an RNN's g is h' (gh = p)
-        each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+        blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
           add_bias(g + begin * gh, end - begin, gh, row_bias, gh);
           kernels.rnn.forward(g + begin * gh, (end - begin) * gh, options.nonlinearity);
         });
@@ -256,13 +248,14 @@ struct FusedRecurrence {
   // One GRU step: g [B, 3H] (x W_ih^T, + b_ih when given) becomes the activations and ht h'.
   // scratch: [B, 3H] for h W_hh^T + b_hh, then [B, H] for ONNX's r h. hn: where PyTorch's
   // form keeps h W_hn^T + b_hn for backward (null in ONNX's form). The rows' elementwise work
-  // in `tiles` (each_row_tile).
+  // in `tiles` (blas::for_each_step_range).
   template <class T>
   void gru_step(T* g, const T* b_ih, T* scratch, const T* hprev, T* ht, T* hn, std::span<const Tensor> in,
                 std::int64_t batch, std::int64_t n, const blas::RepeatedGemm<T>& gates, std::int64_t tiles) const {
     const auto& gru_rows = detail::kernels<T>().gru;
     const std::int64_t gh = 3 * n;
     const T* w_hh = data<T>(in, In::w_hh);
+    const T *b_hh = b_hh_from<T>(in, 0), *b_hn = b_hh_from<T>(in, 2 * n);  // read before the tiles
     T *hp = scratch, *rh = scratch + batch * gh;
     // The gates' product (h W_hh^T over the first 2H rows of W_hh, or in PyTorch's form all
     // 3H, the candidate's too).
@@ -270,7 +263,7 @@ struct FusedRecurrence {
     gates(hprev, hp);
     auto gates_of_rows = [&](std::int64_t begin, std::int64_t end) {
       add_bias(g + begin * gh, end - begin, gh, b_ih, gh);
-      add_bias(hp + begin * gh, end - begin, gh, b_hh_from<T>(in, 0), cols);
+      add_bias(hp + begin * gh, end - begin, gh, b_hh, cols);
       for (std::int64_t b = begin; b < end; ++b) gru_rows.reset_update(g + b * gh, hp + b * gh, g + b * gh, n);
     };
     auto output_of_rows = [&](std::int64_t begin, std::int64_t end) {
@@ -281,21 +274,21 @@ struct FusedRecurrence {
       }
     };
     if (!reset_inside()) {
-      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
         gates_of_rows(begin, end);
         output_of_rows(begin, end);
       });
       return;
     }
     // ONNX's form: the candidate's product reads r h, made between the two.
-    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+    blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
       gates_of_rows(begin, end);
       for (std::int64_t b = begin; b < end; ++b)
         for (std::int64_t j = 0; j < n; ++j) rh[b * n + j] = g[b * gh + j] * hprev[b * n + j];
     });
     blas::gemm(false, true, batch, n, n, T(1), rh, n, w_hh + 2 * n * n, n, T(0), hp + 2 * n, gh);
-    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
-      add_bias(hp + begin * gh + 2 * n, end - begin, gh, b_hh_from<T>(in, 2 * n), n);
+    blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      add_bias(hp + begin * gh + 2 * n, end - begin, gh, b_hn, n);
       output_of_rows(begin, end);
     });
   }
@@ -365,13 +358,14 @@ struct FusedRecurrence {
     const T* w_hr = data<T>(in, In::w_hr);
     const T* h = output.data<T>();
     const T* up = grad.data<T>();
+    // The cells' elementwise work of a step in row tiles, as forward's; an LSTM row's scratch
+    // per tile.
+    const std::int64_t tiles = blas::step_work_tiles(rows, batch);
+    std::vector<T> scratch(static_cast<std::size_t>(lstm() ? n * tiles : 0));
     // dh: the whole gradient reaching h at the current step, its upstream row plus what the
     // step after it sends back (added by the gemm, beta = 1, so no separate pass). A GRU's
     // h also reaches h' directly (h' = ... + z h): that share waits in `direct`.
-    // The cells' elementwise work of a step, shared by rows (each_row_tile); an LSTM row's
-    // scratch per tile.
-    const std::int64_t tiles = blas::step_work_tiles(rows, batch);
-    std::vector<T> dh(static_cast<std::size_t>(hrows)), scratch(static_cast<std::size_t>(n * tiles));
+    std::vector<T> dh(static_cast<std::size_t>(hrows));
     // With lengths, a finished element's h passes straight through too: its dh waits there.
     std::vector<T> direct(static_cast<std::size_t>(gru() || !lengths.empty() ? hrows : 0));
     std::vector<T> d_rh(static_cast<std::size_t>(reset_inside() ? hrows : 0));  // ONNX's GRU: r h's gradient
@@ -409,7 +403,7 @@ struct FusedRecurrence {
         const T *c = states.first, *c_prev = states.second;
         if (w_hr) project_backward(dgt, c, dh.data(), m.data(), dm.data(), w_hr, st.w_hr, t, batch, n, p, gh);
         const T* dout = w_hr ? dm.data() : dh.data();
-        each_row_tile(tiles, batch, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
+        blas::for_each_step_range(batch, tiles, [&](std::int64_t tile, std::int64_t begin, std::int64_t end) {
           for (std::int64_t b = begin; b < end; ++b)
             if (runs(t, b))  // a finished element's dc passes through unchanged
               kernels.lstm.backward(dgt + b * gh, c_prev + b * n, c + b * n, dout + b * n, dc + b * n,
@@ -421,7 +415,7 @@ struct FusedRecurrence {
                           hprev, dh.data(), direct.data(), d_rh.data(), t, batch, n, w_hh, tiles);
       } else {  // rows of p = gh
         const T* ht = h + t * hrows;
-        each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+        blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
           kernels.rnn.backward(ht + begin * p, dh.data() + begin * p, dgt + begin * p, (end - begin) * p,
                                options.nonlinearity);
         });
@@ -500,18 +494,18 @@ struct FusedRecurrence {
         gru_rows.backward_blend(dgt + b * gh, hprev + b * n, dh + b * n, direct + b * n, n);
     };
     if (reset_inside()) {
-      each_row_tile(tiles, batch,
+      blas::for_each_step_range(batch, tiles,
                     [&](std::int64_t, std::int64_t begin, std::int64_t end) { blend_of_rows(begin, end); });
       // r h's gradient dn W_hn, into the reset gate's and h_prev's.
       blas::gemm(false, false, batch, n, n, T(1), dgt + 2 * n, gh, w_hh + 2 * n * n, n, T(0), d_rh, n);
-      each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+      blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
         for (std::int64_t b = begin; b < end; ++b)
           gru_rows.backward_reset_inner(dgt + b * gh, d_rh + b * n, hprev + b * n, direct + b * n, n);
       });
       return;
     }
     const T* hn = saved->hn.data<T>() + t * batch * n;
-    each_row_tile(tiles, batch, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+    blas::for_each_step_range(batch, tiles, [&](std::int64_t, std::int64_t begin, std::int64_t end) {
       blend_of_rows(begin, end);
       for (std::int64_t b = begin; b < end; ++b) {
         gru_rows.backward_reset_scaled(dgt + b * gh, hn + b * n, drt + b * gh + 2 * n, n);

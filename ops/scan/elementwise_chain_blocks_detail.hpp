@@ -82,13 +82,13 @@ class ChainBlocks {
   std::int64_t tiles() const { return blas::step_work_tiles(total_, blocks()); }
   // f(tile, index, begin, n) for every block of elements [begin, begin + n): tile t of `tiles`
   // runs a fixed run of blocks in order (so what a tile's scratch holds never depends on
-  // timing), the tiles on recur's threads (parallel::for_each_range). f must not throw or
+  // timing), the tiles on recur's threads (blas::for_each_step_range). f must not throw or
   // allocate: it may run on a helper.
   template <class F>
   void each_block_in_tiles(std::int64_t tiles, F&& f) const {
-    parallel::for_each_range(blocks(), tiles, [&](std::int64_t t, std::int64_t first, std::int64_t end) {
+    blas::for_each_step_range(blocks(), tiles, [&](std::int64_t t, std::int64_t first, std::int64_t end) {
       for (std::int64_t b = first; b < end; ++b) f(t, b, b * block_, std::min(block_, total_ - b * block_));
-    }, blas::step_work_backs_off());
+    });
   }
 
   // An operand's elements [begin, begin + n) (whole periods): `values(k)` gives instruction
