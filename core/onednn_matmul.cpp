@@ -19,6 +19,7 @@ struct OnednnMatmul::Primitive {
   dnnl::matmul matmul;
   dnnl::memory weights;  // B in the primitive's own layout
   dnnl::memory::desc a, c;
+  bool own_layout = false;
 };
 
 std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n, std::int64_t k, const float* b,
@@ -49,6 +50,9 @@ std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n,
     stream.wait();
     p->a = a_md;
     p->c = c_md;
+    const memory::desc& chosen = pd.weights_desc();
+    p->own_layout = chosen != memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ab) &&
+                    chosen != memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ba);
     return std::unique_ptr<OnednnMatmul>(new OnednnMatmul(std::move(p)));
   } catch (const dnnl::error&) {  // no primitive for this product here: the caller's fallback
     return nullptr;
@@ -70,6 +74,8 @@ bool OnednnMatmul::run(const float* a, float* c) const noexcept {
   }
 }
 
+bool OnednnMatmul::keeps_own_layout() const noexcept { return p_->own_layout; }
+
 #else  // built without oneDNN
 
 bool onednn_built_in() { return false; }
@@ -79,6 +85,7 @@ std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t, std::int64_t, std
   return nullptr;
 }
 bool OnednnMatmul::run(const float*, float*) const noexcept { return false; }
+bool OnednnMatmul::keeps_own_layout() const noexcept { return false; }
 
 #endif
 

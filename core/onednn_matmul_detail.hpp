@@ -28,6 +28,11 @@ class OnednnMatmul {
   // scratchpad, say): the caller then takes OpenBLAS. Each call makes its own oneDNN memory
   // objects and stream, so calls from several threads at once are safe.
   bool run(const float* a, float* c) const noexcept;
+  // Whether B sits in a layout of oneDNN's own (blocked for its kernels: the brgemm matmul of
+  // an AVX-512 CPU), not as given, row- or column-major. In a plain layout oneDNN's kernel
+  // packs B at every call, as OpenBLAS's does (oneDNN 2.6's gemm:jit matmul on an AVX2 CPU,
+  // slower there than OpenBLAS on L's products).
+  bool keeps_own_layout() const noexcept;
 
  private:
   struct Primitive;

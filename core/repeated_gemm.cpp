@@ -140,8 +140,12 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
   split_always_ = !step_work_backs_off();
   if (on_libxsmm(flops) && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
-    if (how == StepGemm::onednn || (how == StepGemm::automatic && !small && detail::blas_runs_on_openmp()))
+    const bool chosen = how == StepGemm::automatic && !small && detail::blas_runs_on_openmp();
+    if (how == StepGemm::onednn || chosen)
       onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta);
+    // By choice only where oneDNN keeps B in its own layout: else it packs B at every step
+    // as OpenBLAS does, and OpenBLAS is the general BLAS (and was the faster, on AVX2).
+    if (chosen && onednn_ && !onednn_->keeps_own_layout()) onednn_.reset();
   }
 }
 

@@ -13,7 +13,10 @@
 //  - larger float32 products (L's): oneDNN's matmul with W reordered once into its own
 //    blocked layout, where OpenBLAS is its OpenMP build, so that both libraries' threads
 //    are one pool (with OpenBLAS's own pthreads pool, two pools spin against each other on
-//    the same cores, and the step's time depends on which spins when);
+//    the same cores, and the step's time depends on which spins when), and where oneDNN
+//    does keep W in a layout of its own (its brgemm matmul, on AVX-512 CPUs; on an AVX2 CPU
+//    oneDNN 2.6 packs W at every call, and L's training steps took 1.2-1.3x the time they
+//    take with OpenBLAS's products);
 //  - otherwise OpenBLAS's gemm, as everywhere else (also where libxsmm or oneDNN is not
 //    built in or makes no kernel for the shape).
 // Measured, every way: docs/performance.md, "Per-step products".

@@ -14,6 +14,7 @@
 
 #include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
+#include <recur/core/onednn_matmul_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tile_team.hpp>
 #include <recur/recur.hpp>
@@ -239,13 +240,28 @@ TEST(RepeatedGemm, AProductOnOnednnParksSpinningHelpers) {
 }
 
 // By default a float32 product above libxsmm's limit (72 MFLOP here) runs on oneDNN where
-// OpenBLAS is its OpenMP build (one pool of threads for both), on OpenBLAS otherwise.
-TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhenOpenblasRunsOnOpenmp) {
-  const bool onednn = blas::onednn_built_in() && blas::detail::blas_runs_on_openmp();
-  for (bool transposed : {false, true})
-    expect_product_right<float>(StepGemm::automatic, {16, 2048, 1100}, transposed, 1.f,
-                                onednn ? "onednn" : "openblas");
-  expect_product_right<double>(StepGemm::automatic, {16, 2048, 1100}, true, 1.0, "openblas");
+// OpenBLAS is its OpenMP build (one pool of threads for both) and oneDNN keeps the right-hand
+// matrix in a layout of its own (as made directly here); on OpenBLAS otherwise.
+TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnLayout) {
+  const Shape3 s{16, 2048, 1100};
+  const std::vector<float> b = random_values<float>(static_cast<std::size_t>(s.n * s.k), 5);
+  for (bool transposed : {false, true}) {
+    const auto direct = blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), transposed ? s.k : s.n,
+                                                         transposed, s.k, s.n, 1.f);
+    const bool own_layout = direct && direct->keeps_own_layout();
+    const bool onednn = blas::detail::blas_runs_on_openmp() && own_layout;
+    expect_product_right<float>(StepGemm::automatic, s, transposed, 1.f, onednn ? "onednn" : "openblas");
+    // oneDNN 2.6's matmul on an AVX-512 CPU is its brgemm, with the matrix blocked: there the
+    // choice does take oneDNN (unless the environment caps oneDNN's instruction set).
+    __builtin_cpu_init();
+    const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    const bool isa_capped = std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA");
+    if (blas::onednn_built_in() && avx512_core && !isa_capped) {
+      EXPECT_TRUE(own_layout) << (transposed ? "B^T" : "B");
+    }
+  }
+  expect_product_right<double>(StepGemm::automatic, s, true, 1.0, "openblas");
 }
 
 #ifdef RECUR_TEST_OPENMP_OPENBLAS
