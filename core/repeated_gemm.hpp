@@ -94,13 +94,14 @@ class RepeatedGemm {
  private:
   struct Kernels;
   bool use_libxsmm();
+  void pack_panels();
   std::int64_t m_, n_, k_, ldb_, lda_, ldc_;
   const T* b_;
   bool b_transposed_;
   T beta_;
   bool split_ = false;                // libxsmm's tiles shared over recur's threads (large enough)
   bool split_always_ = false;         // StepSplit::always: shared even on a busy machine
-  std::vector<T> b_columns_;        // B as [k, n], when it was given transposed
+  std::vector<T> b_panels_;           // op(B) for libxsmm: each tile's columns contiguous
   std::unique_ptr<Kernels> kernels_;  // libxsmm's, or null
   std::unique_ptr<detail::OnednnMatmul> onednn_;  // oneDNN's primitive, or null (both null: OpenBLAS)
 };
