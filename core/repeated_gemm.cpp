@@ -33,9 +33,6 @@ std::atomic<StepGemm>& choice() {
 }
 std::atomic<StepSplit> split_choice{StepSplit::automatic};
 
-// Columns of C per kernel call (64 measured fastest on this machine's AVX-512 kernels).
-constexpr std::int64_t kTile = 64;
-
 // Products of at most this many flops (2 m n k) run on libxsmm, on the calling thread: the
 // S and M configurations and TBPTT's (up to 17 MFLOP), not L's (537). Measured on the RNN
 // suite against OpenBLAS's two threads (docs/performance.md, "Per-step products"):
@@ -84,7 +81,7 @@ bool libxsmm_built_in() {
 }
 
 // The JIT kernels of a product, seen column-major (libxsmm's order): C^T [n, m] =
-// B^T [n, k] A^T [k, m]. One kernel for a tile of kTile rows of C^T (columns of C), and one
+// B^T [n, k] A^T [k, m]. One kernel for a tile of `width` rows of C^T (columns of C), and one
 // for the last, shorter tile; a tile's panel of op(B) (pack_panels), row-major [k, width],
 // is column-major [width, k] with leading size width.
 template <class T>
@@ -92,17 +89,32 @@ struct RepeatedGemm<T>::Kernels {
 #ifdef RECUR_HAVE_LIBXSMM
   using Fn = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
   Fn tile = nullptr, last = nullptr;
-  std::int64_t tiles = 0;
+  std::int64_t width = 0, tiles = 0;
 #endif
 };
 
 namespace {
 #ifdef RECUR_HAVE_LIBXSMM
+void init_libxsmm() {
+  static std::once_flag once;
+  std::call_once(once, [] { libxsmm_init(); });
+}
+
+// Columns of C per kernel call: four of the vector registers of libxsmm's target (the CPU's,
+// or LIBXSMM_TARGET's). Measured, float, tiles shared on 2 threads: on AVX-512 (Zen 5) 64
+// was the fastest; on an AVX2 EPYC (Zen 3) 32 made [32, 256] x [256, 1024] 1.17x faster than
+// 64, its backward [32, 1024] x [1024, 256] 1.29x and [32, 256] x [256, 256] 1.2-1.3x.
+template <class T>
+std::int64_t tile_width() {
+  init_libxsmm();
+  const std::int64_t vector_bytes = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512 ? 64 : 32;
+  return 4 * vector_bytes / static_cast<std::int64_t>(sizeof(T));
+}
+
 template <class T>
 auto dispatch(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc,
               T beta) {
-  static std::once_flag once;
-  std::call_once(once, [] { libxsmm_init(); });
+  init_libxsmm();
   const libxsmm_blasint mm = m, nn = n, kk = k, la = lda, lb = ldb, lc = ldc;
   const T alpha = 1;
   if constexpr (std::is_same_v<T, float>) return libxsmm_smmdispatch(mm, nn, kk, &la, &lb, &lc, &alpha, &beta, nullptr, nullptr);
@@ -158,11 +170,12 @@ bool RepeatedGemm<T>::use_libxsmm() {
   if (m_ <= 0 || n_ <= 0 || k_ <= 0) return false;
   const std::int64_t m = m_, n = n_, k = k_;
   auto kernels = std::make_unique<Kernels>();
-  kernels->tiles = n / kTile;
-  const std::int64_t last_width = n % kTile;
-  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(kTile, m, k, kTile, lda_, ldc_, beta_))) return false;
+  const std::int64_t w = kernels->width = tile_width<T>();
+  kernels->tiles = n / w;
+  const std::int64_t last_width = n % w;
+  if (kernels->tiles > 0 && !(kernels->tile = dispatch<T>(w, m, k, w, lda_, ldc_, beta_))) return false;
   if (last_width > 0 && !(kernels->last = dispatch<T>(last_width, m, k, last_width, lda_, ldc_, beta_))) return false;
-  pack_panels();
+  pack_panels(w);
   kernels_ = std::move(kernels);
   return true;
 #else
@@ -170,16 +183,16 @@ bool RepeatedGemm<T>::use_libxsmm() {
 #endif
 }
 
-// Tile t's columns of op(B), [k, width], stored contiguous at t kTile k, once for the
+// Tile t's columns of op(B), [k, width], stored contiguous at t tile k, once for the
 // sequence. Read in place, a tile's rows lie ldb apart, and where that is a multiple of 4 KB
 // (B [256, 1024]: an LSTM's W_hh^T at H 256) they all fall in the same few sets of the L1
 // cache: measured on an AVX2 EPYC (Zen 3), one thread, [32, 256] x [256, 1024]: 26 GFLOP/s
 // in place against 59 with ldb 1000.
 template <class T>
-void RepeatedGemm<T>::pack_panels() {
+void RepeatedGemm<T>::pack_panels(std::int64_t tile) {
   b_panels_.resize(static_cast<std::size_t>(k_ * n_));
-  for (std::int64_t first = 0; first < n_; first += kTile) {
-    const std::int64_t width = std::min(kTile, n_ - first);
+  for (std::int64_t first = 0; first < n_; first += tile) {
+    const std::int64_t width = std::min(tile, n_ - first);
     T* panel = b_panels_.data() + first * k_;
     if (b_transposed_) {  // columns [first, first + width) of op(B) are rows of the stored [n, k]
       transpose(width, k_, b_ + first * ldb_, ldb_, panel, width);
@@ -202,9 +215,9 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
 #ifdef RECUR_HAVE_LIBXSMM
   if (kernels_) {
     const Kernels& kn = *kernels_;
-    // Tile t: columns [t kTile, (t + 1) kTile) of C, the last one shorter, from its panel.
+    // Tile t: columns [t width, (t + 1) width) of C, the last one shorter, from its panel.
     auto tile = [&](std::int64_t t) {
-      (t < kn.tiles ? kn.tile : kn.last)(b_panels_.data() + t * kTile * k_, a, c + t * kTile);
+      (t < kn.tiles ? kn.tile : kn.last)(b_panels_.data() + t * kn.width * k_, a, c + t * kn.width);
     };
     const std::int64_t tiles = kn.tiles + (kn.last ? 1 : 0);
     if (split_) parallel::for_each_tile(tiles, num_threads(), tile, !split_always_);

@@ -3,8 +3,9 @@
 // over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. The
 // backend is chosen once, for the shape:
 //  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
-//    libxsmm's JIT kernels, made once for the shape. OpenBLAS's fixed cost per call (checks,
-//    packing W again) is most of a small product, and waking its threads at every step
+//    libxsmm's JIT kernels, made once for the shape, on column tiles four vector registers
+//    wide, the weight laid out once in those tiles' panels. OpenBLAS's fixed cost per call
+//    (checks, packing W again) is most of a small product, and waking its threads at every step
 //    costs about what they save. From 1 MFLOP, where OpenBLAS's threads sleep when idle
 //    (StepSplit below), the kernel's column tiles are shared over recur's threads by
 //    parallel::for_each_tile, whose helpers stay awake between steps and whose caller takes
@@ -94,7 +95,7 @@ class RepeatedGemm {
  private:
   struct Kernels;
   bool use_libxsmm();
-  void pack_panels();
+  void pack_panels(std::int64_t tile);
   std::int64_t m_, n_, k_, ldb_, lda_, ldc_;
   const T* b_;
   bool b_transposed_;
