@@ -120,7 +120,8 @@ TEST(RepeatedGemm, OpenblasEqualsAPlainLoop) {
     }
 }
 
-// Large products keep OpenBLAS, whose threads pay there (more than 64 MFLOP: 2 m n k).
+// With libxsmm chosen, large products keep OpenBLAS, whose threads pay there (more than 64
+// MFLOP: 2 m n k). (Under `auto`, where oneDNN declines, large float ones take libxsmm: below.)
 TEST(RepeatedGemm, LargeProductsStayOnOpenblas) {
   SKIP_UNLESS_TARGET_RUNS_HERE();
   expect_product_right<double>(StepGemm::libxsmm, {1, 4096, 8200}, true, 1.0, "openblas");
