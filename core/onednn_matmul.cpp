@@ -19,12 +19,11 @@ struct OnednnMatmul::Primitive {
   dnnl::matmul matmul;
   dnnl::memory weights;  // B in the primitive's own layout
   dnnl::memory::desc a, c;
-  bool own_layout = false;
 };
 
 std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n, std::int64_t k, const float* b,
                                                  std::int64_t ldb, bool b_transposed, std::int64_t lda,
-                                                 std::int64_t ldc, float beta) {
+                                                 std::int64_t ldc, float beta, bool own_layout_only) {
   using dnnl::memory;
   if (m <= 0 || n <= 0 || k <= 0 || (beta != 0.f && beta != 1.f)) return nullptr;
   try {
@@ -42,17 +41,18 @@ std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t m, std::int64_t n,
       attr.set_post_ops(ops);
     }
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, any_b, c_md), attr, p->engine);
+    const memory::desc& chosen = pd.weights_desc();
+    if (own_layout_only && (chosen == memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ab) ||
+                            chosen == memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ba)))
+      return nullptr;
     p->matmul = dnnl::matmul(pd);
     memory given(b_md, p->engine, const_cast<float*>(b));  // read only, by the reorder
-    p->weights = memory(pd.weights_desc(), p->engine);
+    p->weights = memory(chosen, p->engine);
     dnnl::stream stream(p->engine);
     dnnl::reorder(given, p->weights).execute(stream, given, p->weights);
     stream.wait();
     p->a = a_md;
     p->c = c_md;
-    const memory::desc& chosen = pd.weights_desc();
-    p->own_layout = chosen != memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ab) &&
-                    chosen != memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ba);
     return std::unique_ptr<OnednnMatmul>(new OnednnMatmul(std::move(p)));
   } catch (const dnnl::error&) {  // no primitive for this product here: the caller's fallback
     return nullptr;
@@ -74,18 +74,15 @@ bool OnednnMatmul::run(const float* a, float* c) const noexcept {
   }
 }
 
-bool OnednnMatmul::keeps_own_layout() const noexcept { return p_->own_layout; }
-
 #else  // built without oneDNN
 
 bool onednn_built_in() { return false; }
 struct OnednnMatmul::Primitive {};
 std::unique_ptr<OnednnMatmul> OnednnMatmul::make(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
-                                                 bool, std::int64_t, std::int64_t, float) {
+                                                 bool, std::int64_t, std::int64_t, float, bool) {
   return nullptr;
 }
 bool OnednnMatmul::run(const float*, float*) const noexcept { return false; }
-bool OnednnMatmul::keeps_own_layout() const noexcept { return false; }
 
 #endif
 

@@ -16,10 +16,15 @@ bool onednn_built_in();
 // b_transposed B stored [n, k] (ldb) and op(B) its transpose. beta is 0 or 1.
 class OnednnMatmul {
  public:
-  // Null where oneDNN is not built in or makes no primitive for the product.
+  // Null where oneDNN is not built in or makes no primitive for the product, and with
+  // `own_layout_only` where the primitive would read B in a plain layout, row- or
+  // column-major, rather than one of oneDNN's own (blocked for its kernels: the brgemm
+  // matmul of an AVX-512 CPU). In a plain layout oneDNN's kernel packs B at every call, as
+  // OpenBLAS's does (oneDNN 2.6's gemm:jit matmul on an AVX2 CPU, slower there than OpenBLAS
+  // on L's products); asked before B is reordered.
   static std::unique_ptr<OnednnMatmul> make(std::int64_t m, std::int64_t n, std::int64_t k, const float* b,
                                             std::int64_t ldb, bool b_transposed, std::int64_t lda, std::int64_t ldc,
-                                            float beta);
+                                            float beta, bool own_layout_only = false);
   ~OnednnMatmul();
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
@@ -28,11 +33,6 @@ class OnednnMatmul {
   // scratchpad, say): the caller then takes OpenBLAS. Each call makes its own oneDNN memory
   // objects and stream, so calls from several threads at once are safe.
   bool run(const float* a, float* c) const noexcept;
-  // Whether B sits in a layout of oneDNN's own (blocked for its kernels: the brgemm matmul of
-  // an AVX-512 CPU), not as given, row- or column-major. In a plain layout oneDNN's kernel
-  // packs B at every call, as OpenBLAS's does (oneDNN 2.6's gemm:jit matmul on an AVX2 CPU,
-  // slower there than OpenBLAS on L's products).
-  bool keeps_own_layout() const noexcept;
 
  private:
   struct Primitive;

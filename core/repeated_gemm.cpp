@@ -154,15 +154,14 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
   if (on_libxsmm(flops) && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
     const bool chosen = how == StepGemm::automatic && !small && detail::blas_runs_on_openmp();
-    if (how == StepGemm::onednn || chosen)
-      onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta);
     // By choice only where oneDNN keeps B in its own layout: else it packs B at every step
-    // as OpenBLAS does (and ran slower than OpenBLAS, on AVX2). There libxsmm's kernels on
-    // panels laid out once take the product where its tiles are shared, else OpenBLAS:
-    // measured at L on an AVX2 EPYC (Zen 3), three alternating rounds, training steps
-    // against OpenBLAS's products: RNN 209-225 against 242-259 ms, LSTM 928-976 against
-    // 1033-1059, GRU 696-748 against 748-813.
-    if (chosen && onednn_ && !onednn_->keeps_own_layout()) onednn_.reset();
+    // as OpenBLAS does (and ran slower than OpenBLAS, on AVX2).
+    if (how == StepGemm::onednn || chosen)
+      onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta, chosen);
+    // Where oneDNN does not take it, libxsmm's kernels on panels laid out once do where their
+    // tiles are shared, else OpenBLAS. Measured at L on an AVX2 EPYC (Zen 3), three
+    // alternating rounds, training steps against OpenBLAS's products: RNN 209-225 against
+    // 242-259 ms, LSTM 928-976 against 1033-1059, GRU 696-748 against 748-813.
     if (chosen && !onednn_ && split_) use_libxsmm();
   }
 }

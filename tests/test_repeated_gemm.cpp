@@ -249,9 +249,8 @@ TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnL
   const Shape3 s{16, 2048, 1100};
   const std::vector<float> b = random_values<float>(static_cast<std::size_t>(s.n * s.k), 5);
   for (bool transposed : {false, true}) {
-    const auto direct = blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), transposed ? s.k : s.n,
-                                                         transposed, s.k, s.n, 1.f);
-    const bool own_layout = direct && direct->keeps_own_layout();
+    const bool own_layout = blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), transposed ? s.k : s.n,
+                                                             transposed, s.k, s.n, 1.f, true) != nullptr;
     const bool onednn = blas::detail::blas_runs_on_openmp() && own_layout;
     // libxsmm's kernels for this shape's tiles, as a narrower product (below its limit) makes them
     const bool kernels = [&] {
