@@ -125,7 +125,7 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
       run(false, tb, rest, n, a + blocks * block_rows * lda, lda, b, ldb, c + blocks * block_rows * ldc, ldc);
     return;
   }
-  if (!detail::runs_transposed(m, n, k, static_cast<double>(beta))) return run(ta, tb, m, n, a, lda, b, ldb, c, ldc);
+  if (!detail::runs_transposed(m, n, k, static_cast<double>(beta), ta)) return run(ta, tb, m, n, a, lda, b, ldb, c, ldc);
   // C^T = op(B)^T op(A)^T (blas_narrow_detail.hpp), then C = (C^T)^T.
   const auto scratch = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * m));
   run(!tb, !ta, n, m, b, ldb, a, lda, scratch.get(), m);
@@ -134,7 +134,7 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
 }  // namespace
 
 namespace {
-std::atomic<detail::NarrowTransposed> narrow_transposed{detail::NarrowTransposed::avx512};
+std::atomic<detail::NarrowTransposed> narrow_transposed{detail::NarrowTransposed::measured};
 }
 
 void detail::set_narrow_transposed(NarrowTransposed which) { narrow_transposed = which; }
@@ -156,16 +156,17 @@ bool detail::runs_in_row_blocks(std::int64_t m, std::int64_t n, std::int64_t k, 
 template bool detail::runs_in_row_blocks<float>(std::int64_t, std::int64_t, std::int64_t, double);
 template bool detail::runs_in_row_blocks<double>(std::int64_t, std::int64_t, std::int64_t, double);
 
-bool detail::runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
+bool detail::runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta, bool a_transposed) {
   if (beta != 0 || n > kNarrowColumns || m < kNarrowRowsPerColumn * n) return false;
-  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < static_cast<double>(kNarrowMinWork))
-    return false;
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (work < static_cast<double>(kNarrowMinWork)) return false;
   switch (narrow_transposed.load(std::memory_order_relaxed)) {
     case NarrowTransposed::any: return true;
     case NarrowTransposed::none: return false;
-    case NarrowTransposed::avx512: break;
+    case NarrowTransposed::measured: break;
   }
-  return detail::is_avx512_core(openblas_get_corename());  // the kernel set now (the switch may change it)
+  if (detail::is_avx512_core(openblas_get_corename())) return true;  // the kernel set now (the switch may change it)
+  return a_transposed && k >= kNarrowMinInnerOtherKernels && work >= static_cast<double>(kNarrowMinWorkOtherKernels);
 }
 
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,

@@ -12,7 +12,8 @@
 // OpenBLAS); blocks of 32 rows 0.51-0.95. An LSTM's input product at M ([3200, 64] x
 // [64, 1024]) 1.23 against 1.98 ms.
 //
-// 2. Products with few columns run transposed on OpenBLAS's AVX-512 kernels.
+// 2. Products with few columns run transposed: on OpenBLAS's AVX-512 kernels; on the others
+// where A is read transposed (a weight gradient, dW_ih = dG^T x) and the product is larger.
 //
 // Row-major C[m, n] is column-major C^T, so OpenBLAS tiles the kernel's wide dimension along
 // n. Its AVX-512 kernel sets (SkylakeX, Cooperlake, SapphireRapids) tile it wide, and with
@@ -26,7 +27,10 @@
 //    ([3200, 1024] x [1024, 64]) 0.65, its dW_ih = dG^T x 0.64;
 //  - smaller products: up to 1.64 (m n k = 2.1M: 0.70-1.23);
 //  - n = 128: 0.79-1.26.
-// Other kernel sets were not measured: they keep the direct product.
+// The same grid on a 2-core AVX2 EPYC (Zen 3) on OpenBLAS's Zen kernels, two runs: within
+// that shape, with A transposed, k >= 128 and m n k >= 16M: 0.42-0.98 (one 1.05: double,
+// [3200, 64] with k 256), an LSTM's dW_ih at M ([1024, 3200] x [3200, 64]) 0.73-0.81; with A
+// transposed and k = 64 up to 1.27, with A plain 0.76-1.41 (A plain keeps the direct form).
 #include <cstdint>
 
 namespace recur::blas::detail {
@@ -52,15 +56,18 @@ enum class RowBlocks { automatic, always, never };
 void set_row_blocks(RowBlocks which);
 
 inline constexpr std::int64_t kNarrowColumns = 64, kNarrowRowsPerColumn = 8, kNarrowMinWork = std::int64_t{1} << 22;
+// On the other kernel sets: A transposed, k at least this, m n k at least this.
+inline constexpr std::int64_t kNarrowMinInnerOtherKernels = 128, kNarrowMinWorkOtherKernels = std::int64_t{1} << 24;
 
 // Whether gemm runs C = alpha op(A) op(B) + beta C transposed: the shape above, beta = 0 (C
-// is only written), and OpenBLAS on an AVX-512 kernel set.
-bool runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta);
+// is only written), and OpenBLAS on an AVX-512 kernel set; on another, with op(A) = A^T
+// (`a_transposed`) and the larger shape above.
+bool runs_transposed(std::int64_t m, std::int64_t n, std::int64_t k, double beta, bool a_transposed);
 
-// Tests: which kernel sets take the transposed form, for the process from now on, so that
-// both forms are tested on any CPU. `avx512` (the default) as above; `any` on every kernel
-// set (the shape rule still applies); `none` on none.
-enum class NarrowTransposed { avx512, any, none };
+// Tests: where the transposed form runs, for the process from now on, so that both forms
+// are tested on any CPU. `measured` (the default) as above; `any` on every kernel set for
+// every op(A) (the shape rule for AVX-512 still applies); `none` nowhere.
+enum class NarrowTransposed { measured, any, none };
 void set_narrow_transposed(NarrowTransposed which);
 
 }  // namespace recur::blas::detail

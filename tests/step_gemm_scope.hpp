@@ -94,7 +94,7 @@ struct UseRowBlocks {
 // then the default.
 struct UseNarrowTransposed {
   explicit UseNarrowTransposed(blas::detail::NarrowTransposed which) { blas::detail::set_narrow_transposed(which); }
-  ~UseNarrowTransposed() { blas::detail::set_narrow_transposed(blas::detail::NarrowTransposed::avx512); }
+  ~UseNarrowTransposed() { blas::detail::set_narrow_transposed(blas::detail::NarrowTransposed::measured); }
   UseNarrowTransposed(const UseNarrowTransposed&) = delete;
   UseNarrowTransposed& operator=(const UseNarrowTransposed&) = delete;
 };

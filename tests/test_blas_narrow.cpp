@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -29,17 +30,26 @@ using blas::detail::runs_transposed;
 
 TEST(BlasNarrow, OnlyWideEnoughProductsOfFewColumnsRunTransposed) {
   const bool avx512 = blas::detail::is_avx512_core(blas_info().core);
-  EXPECT_EQ(runs_transposed(3200, 64, 1024, 0.0), avx512) << "an LSTM's dX at M, on " << blas_info().core;
-  EXPECT_EQ(runs_transposed(1024, 64, 3200, 0.0), avx512) << "an LSTM's dW_ih at M";
+  const std::string on = " on " + blas_info().core;
+  EXPECT_EQ(runs_transposed(3200, 64, 1024, 0.0, false), avx512) << "an LSTM's dX at M" << on;
+  EXPECT_TRUE(runs_transposed(1024, 64, 3200, 0.0, true)) << "an LSTM's dW_ih at M" << on;
+  // Other kernel sets: A transposed, k >= 128 and m n k >= 16M.
+  EXPECT_TRUE(runs_transposed(512, 32, 1024, 0.0, true)) << "m n k = 16M" << on;
+  EXPECT_EQ(runs_transposed(512, 32, 1023, 0.0, true), avx512) << "a little less" << on;
+  EXPECT_EQ(runs_transposed(16384, 64, 64, 0.0, true), avx512) << "k = 64" << on;
+  EXPECT_EQ(runs_transposed(16384, 64, 1024, 0.0, false), avx512) << "A plain" << on;
   const testing::UseNarrowTransposed any(NarrowTransposed::any);
-  EXPECT_TRUE(runs_transposed(3200, 64, 1024, 0.0));
-  EXPECT_TRUE(runs_transposed(512, 16, 512, 0.0));    // m n k = 4M: the least work that does
-  EXPECT_FALSE(runs_transposed(512, 16, 511, 0.0));   // a little less
-  EXPECT_FALSE(runs_transposed(3200, 65, 1024, 0.0)); // too many columns
-  EXPECT_FALSE(runs_transposed(511, 64, 4096, 0.0));  // too few rows per column
-  EXPECT_FALSE(runs_transposed(3200, 64, 1024, 1.0)); // C is read: beta = 1
+  for (const bool ta : {false, true}) {
+    EXPECT_TRUE(runs_transposed(3200, 64, 1024, 0.0, ta));
+    EXPECT_TRUE(runs_transposed(512, 16, 512, 0.0, ta));    // m n k = 4M: the least work that does
+    EXPECT_FALSE(runs_transposed(512, 16, 511, 0.0, ta));   // a little less
+    EXPECT_FALSE(runs_transposed(3200, 65, 1024, 0.0, ta)); // too many columns
+    EXPECT_FALSE(runs_transposed(511, 64, 4096, 0.0, ta));  // too few rows per column
+    EXPECT_FALSE(runs_transposed(3200, 64, 1024, 1.0, ta)); // C is read: beta = 1
+  }
   blas::detail::set_narrow_transposed(NarrowTransposed::none);
-  EXPECT_FALSE(runs_transposed(3200, 64, 1024, 0.0));
+  EXPECT_FALSE(runs_transposed(3200, 64, 1024, 0.0, false));
+  EXPECT_FALSE(runs_transposed(1024, 64, 3200, 0.0, true));
 }
 
 // C = alpha op(A) op(B) + beta C (alpha 1/2 unless given) against the definition (in long double), and the padding
@@ -85,7 +95,7 @@ TEST(BlasNarrow, BothFormsEqualTheDefinition) {
       for (const bool tb : {false, true})
         for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{1024, 16, 256}, {640, 64, 128}, {700, 33, 300}}) {
           SCOPED_TRACE(which == NarrowTransposed::any ? "transposed where the shape allows" : "direct");
-          ASSERT_TRUE(runs_transposed(m, n, k, 0.0) == (which == NarrowTransposed::any));
+          ASSERT_TRUE(runs_transposed(m, n, k, 0.0, ta) == (which == NarrowTransposed::any));
           expect_product<float>(ta, tb, m, n, k, 0.0f);
           expect_product<double>(ta, tb, m, n, k, 0.0);
           expect_product<float>(ta, tb, m, n, k, 1.0f);  // beta = 1: direct either way
