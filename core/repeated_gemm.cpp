@@ -7,6 +7,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include <unistd.h>
+
 #include <recur/core/blas.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
@@ -123,18 +125,25 @@ auto dispatch(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, 
   else return libxsmm_dmmdispatch(mm, nn, kk, &la, &lb, &lc, &alpha, &beta, nullptr, nullptr);
 }
 
-// The inner size of a chunk: a tile's panel of op(B) for a chunk, [chunk, width], at most
-// kPanelBytes, so that it stays in a core's L2 cache while the kernel reads it again for each
-// few rows of A. libxsmm's kernel goes through the whole inner size for each block of rows:
-// a panel of [4096, 32] floats (512 KB, an LSTM's dh = dgates W_hh at L, H 1024) came from
-// L3 each time. Measured on an AVX2 EPYC (Zen 3), [64, 4096] x [4096, 1024] shared on two
-// threads, best of 20 per run, six alternating runs: 104-125 GFLOP/s in one chunk, 125-138
-// in chunks of 128 KB (111-136 in chunks of 64 KB); the forward [64, 1024] x [1024, 4096],
-// whose panels are 128 KB, ran at 139.
-constexpr std::int64_t kPanelBytes = 128 * 1024;
+// The inner size of a chunk: a tile's panel of op(B) for a chunk, [chunk, width], at most a
+// quarter of a core's L2 cache, so that it stays there while the kernel reads it again for
+// each few rows of A. libxsmm's kernel goes through the whole inner size for each block of
+// rows: a panel of [4096, 32] floats (512 KB, an LSTM's dh = dgates W_hh at L, H 1024) came
+// from L3 each time. Measured on an AVX2 EPYC (Zen 3, 512 KB of L2 a core), [64, 4096] x
+// [4096, 1024] shared on two threads, best of 20 per run, six alternating runs: 104-125
+// GFLOP/s in one chunk, 125-138 in chunks of 128 KB (111-136 in chunks of 64 KB); the
+// forward [64, 1024] x [1024, 4096], whose panels are 128 KB, ran at 139. Where the system
+// does not say (sysconf), 128 KB.
+std::int64_t panel_bytes() {
+  static const std::int64_t bytes = [] {
+    const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 >= 64 * 1024 ? static_cast<std::int64_t>(l2) / 4 : std::int64_t{128 * 1024};
+  }();
+  return bytes;
+}
 template <class T>
 std::int64_t chunk_of(std::int64_t k, std::int64_t width) {
-  const std::int64_t most = std::max<std::int64_t>(1, kPanelBytes / (width * static_cast<std::int64_t>(sizeof(T))));
+  const std::int64_t most = std::max<std::int64_t>(1, panel_bytes() / (width * static_cast<std::int64_t>(sizeof(T))));
   const std::int64_t chunks = (k + most - 1) / most;
   return (k + chunks - 1) / chunks;  // chunks of nearly one size
 }
@@ -203,7 +212,7 @@ bool RepeatedGemm<T>::use_libxsmm() {
   for (const bool last_tile : {false, true}) {
     const std::int64_t width = last_tile ? last_width : w;
     if (width == 0 || (!last_tile && kernels->tiles == 0)) continue;
-    auto (&fn)[2][2] = kernels->fn[last_tile];
+    auto& fn = kernels->fn[last_tile];  // [a chunk after the first][the last chunk of several]
     if (!(fn[0][0] = dispatch<T>(width, m, chunk, width, lda_, ldc_, beta_))) return false;
     if (kernels->chunks > 2 && !(fn[1][0] = dispatch<T>(width, m, chunk, width, lda_, ldc_, T(1)))) return false;
     if (kernels->chunks > 1 && !(fn[1][1] = dispatch<T>(width, m, last_chunk, width, lda_, ldc_, T(1)))) return false;

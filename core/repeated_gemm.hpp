@@ -4,7 +4,8 @@
 // backend is chosen once, for the shape:
 //  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
 //    libxsmm's JIT kernels, made once for the shape, on column tiles four vector registers
-//    wide, the weight laid out once in those tiles' panels. OpenBLAS's fixed cost per call
+//    wide, the weight laid out once in those tiles' panels, a long inner size in chunks
+//    whose part of a panel stays in L2 (repeated_gemm.cpp). OpenBLAS's fixed cost per call
 //    (checks, packing W again) is most of a small product, and waking its threads at every step
 //    costs about what they save. From 1 MFLOP, where OpenBLAS's threads sleep when idle
 //    (StepSplit below), the kernel's column tiles are shared over recur's threads by

@@ -98,9 +98,10 @@ void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, con
 }
 
 // Small products, every tile case: fewer columns than a tile, whole tiles, tiles and a rest;
-// and inner sizes long enough to run in chunks (a tile's panel of op(B) over 128 KB: k above
-// 1024 at 32 floats or 16 doubles wide, 512 at 64 floats): three, and two.
-const std::vector<Shape3> kSmall = {{1, 32, 16}, {1, 128, 32}, {3, 130, 7}, {2, 64, 64}, {1, 5, 3}, {3, 70, 2500},
+// and inner sizes long enough to run in chunks (a tile's panel of op(B) over a quarter of the
+// L2: with 512 KB, k above 1024 at 32 floats or 16 doubles wide): several, and two (one where
+// the L2 is larger).
+const std::vector<Shape3> kSmall = {{1, 32, 16}, {1, 128, 32}, {3, 130, 7}, {2, 64, 64}, {1, 5, 3}, {3, 70, 5000},
                                     {2, 40, 1100}};
 
 TEST(RepeatedGemm, LibxsmmKernelsEqualAPlainLoop) {
