@@ -31,6 +31,7 @@
 // that shape, with A transposed, k >= 128 and m n k >= 16M: 0.42-0.98 (one 1.05: double,
 // [3200, 64] with k 256), an LSTM's dW_ih at M ([1024, 3200] x [3200, 64]) 0.73-0.81; with A
 // transposed and k = 64 up to 1.27, with A plain 0.76-1.41 (A plain keeps the direct form).
+// The bound k >= 128 lies between the grid's 64 and 256, where nothing was measured.
 #include <cstdint>
 
 namespace recur::blas::detail {

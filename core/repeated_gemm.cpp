@@ -34,6 +34,7 @@ std::atomic<StepGemm>& choice() {
   return c;
 }
 std::atomic<StepSplit> split_choice{StepSplit::automatic};
+std::atomic<std::int64_t> chunk_rows_for_tests{0};  // detail::set_chunk_rows
 
 // Products of at most this many flops (2 m n k) run on libxsmm, on the calling thread: the
 // S and M configurations and TBPTT's (up to 17 MFLOP), not L's (537). Measured on the RNN
@@ -58,6 +59,7 @@ constexpr double kSplitFlops = 1e6;
 }  // namespace
 
 void set_step_gemm(StepGemm which) { choice() = which; }
+void detail::set_chunk_rows(std::int64_t rows) { chunk_rows_for_tests = rows; }
 StepGemm step_gemm() { return choice(); }
 void set_step_split(StepSplit which) { split_choice = which; }
 StepSplit step_split() { return split_choice; }
@@ -126,24 +128,31 @@ auto dispatch(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, 
 }
 
 // The inner size of a chunk: a tile's panel of op(B) for a chunk, [chunk, width], at most a
-// quarter of a core's L2 cache, so that it stays there while the kernel reads it again for
-// each few rows of A. libxsmm's kernel goes through the whole inner size for each block of
-// rows: a panel of [4096, 32] floats (512 KB, an LSTM's dh = dgates W_hh at L, H 1024) came
-// from L3 each time. Measured on an AVX2 EPYC (Zen 3, 512 KB of L2 a core), [64, 4096] x
-// [4096, 1024] shared on two threads, best of 20 per run, six alternating runs: 104-125
-// GFLOP/s in one chunk, 125-138 in chunks of 128 KB (111-136 in chunks of 64 KB); the
-// forward [64, 1024] x [1024, 4096], whose panels are 128 KB, ran at 139. Where the system
-// does not say (sysconf), 128 KB.
+// quarter of the L2 cache the system reports (a core's on the CPUs measured; where several
+// cores share one, chunks come out larger than their share), so that it stays there while
+// the kernel reads it again for each few rows of A. libxsmm's kernel goes through the whole
+// inner size for each block of rows: a panel of [4096, 32] floats (512 KB, an LSTM's dh =
+// dgates W_hh at L, H 1024) came from L3 each time. Measured on an AVX2 EPYC (Zen 3, 512 KB
+// of L2 a core), [64, 4096] x [4096, 1024] shared on two threads, best of 20 per run, six
+// alternating runs: 104-125 GFLOP/s in one chunk, 125-138 in chunks of 128 KB (111-136 in
+// chunks of 64 KB); the forward [64, 1024] x [1024, 4096], whose panels are 128 KB, ran at
+// 139. Where the system does not say (sysconf), or says less than 64 KB, 128 KB.
 std::int64_t panel_bytes() {
   static const std::int64_t bytes = [] {
+#ifdef _SC_LEVEL2_CACHE_SIZE
     const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+#else
+    const long l2 = 0;
+#endif
     return l2 >= 64 * 1024 ? static_cast<std::int64_t>(l2) / 4 : std::int64_t{128 * 1024};
   }();
   return bytes;
 }
 template <class T>
 std::int64_t chunk_of(std::int64_t k, std::int64_t width) {
-  const std::int64_t most = std::max<std::int64_t>(1, panel_bytes() / (width * static_cast<std::int64_t>(sizeof(T))));
+  const std::int64_t set = chunk_rows_for_tests.load(std::memory_order_relaxed);
+  const std::int64_t most =
+      set > 0 ? set : std::max<std::int64_t>(1, panel_bytes() / (width * static_cast<std::int64_t>(sizeof(T))));
   const std::int64_t chunks = (k + most - 1) / most;
   return (k + chunks - 1) / chunks;  // chunks of nearly one size
 }
@@ -246,6 +255,14 @@ void RepeatedGemm<T>::pack_panels(std::int64_t tile) {
 
 template <class T>
 RepeatedGemm<T>::~RepeatedGemm() = default;
+
+template <class T>
+std::int64_t RepeatedGemm<T>::chunks() const {
+#ifdef RECUR_HAVE_LIBXSMM
+  if (kernels_) return kernels_->chunks;
+#endif
+  return 1;
+}
 
 template <class T>
 const char* RepeatedGemm<T>::backend() const {

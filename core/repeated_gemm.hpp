@@ -70,6 +70,13 @@ void for_each_step_range(std::int64_t parts, std::int64_t tiles, const F& f) {
 bool libxsmm_built_in();
 bool onednn_built_in();
 
+namespace detail {
+// Tests: libxsmm's products made from now on run their inner size in chunks of at most
+// `rows` rows (0, the default: as many as fit a quarter of the L2, repeated_gemm.cpp), so
+// that chunks are tested alike whatever a CPU's L2 and tile width.
+void set_chunk_rows(std::int64_t rows);
+}  // namespace detail
+
 // C[m, n] = A[m, k] op(B) + beta C, row-major with row strides lda, ldc; op(B) = B [k, n]
 // (ldb), or with b_transposed, B is stored as [n, k] (ldb) and op(B) its transpose.
 template <class T>
@@ -86,6 +93,8 @@ class RepeatedGemm {
   const char* backend() const;
   // Whether its tiles are shared over recur's threads (parallel::for_each_tile).
   bool splits() const { return kernels_ && split_; }
+  // How many chunks of the inner size each tile runs in (1 unless libxsmm runs it).
+  std::int64_t chunks() const;
   // Whether a product of this shape is tried on libxsmm (built in, chosen, small enough) and
   // its tiles are of a size that recur's threads share (1 MFLOP or more) where they share at
   // all (StepSplit, OMP_WAIT_POLICY), asked before one is made (making one may make a oneDNN

@@ -90,6 +90,14 @@ struct UseRowBlocks {
   UseRowBlocks& operator=(const UseRowBlocks&) = delete;
 };
 
+// blas::detail::set_chunk_rows for the scope (libxsmm's products made in it), then the default.
+struct UseChunkRows {
+  explicit UseChunkRows(std::int64_t rows) { blas::detail::set_chunk_rows(rows); }
+  ~UseChunkRows() { blas::detail::set_chunk_rows(0); }
+  UseChunkRows(const UseChunkRows&) = delete;
+  UseChunkRows& operator=(const UseChunkRows&) = delete;
+};
+
 // Which kernel sets take blas::gemm's transposed form of narrow products, for one scope,
 // then the default.
 struct UseNarrowTransposed {

@@ -62,10 +62,10 @@ struct Shape3 {
 
 // C = A op(B) + beta C0 with strides wider than the rows: by the product, and by a plain loop.
 // `expect`: the backend the product must run on ("libxsmm": skipped where libxsmm made no
-// kernel for the shape, unless `may_skip` is false).
+// kernel for the shape, unless `may_skip` is false); `chunks`, if given, how many chunks of k it must run in.
 template <class T>
 void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, const std::string& expect,
-                          bool may_skip = true) {
+                          bool may_skip = true, std::int64_t chunks = 0) {
   const UseStepGemm use(which);
   const std::int64_t lda = s.k + 3, ldc = s.n + 5, ldb = (transposed ? s.k : s.n) + 2;
   const std::vector<T> a = random_values<T>(static_cast<std::size_t>(s.m * lda), 1);
@@ -75,6 +75,9 @@ void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, con
   if (may_skip && expect == "libxsmm" && std::string(product.backend()) != "libxsmm")
     GTEST_SKIP() << "libxsmm made no kernel for this shape on this CPU";
   ASSERT_EQ(product.backend(), expect);
+  if (chunks > 0) {
+    ASSERT_EQ(product.chunks(), chunks) << "m " << s.m << " n " << s.n << " k " << s.k;
+  }
   for (int round = 0; round < 2; ++round) {  // the same kernels again, on a new A
     product(a.data() + round, c.data());
     for (std::int64_t i = 0; i < s.m; ++i)
@@ -97,12 +100,8 @@ void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, con
   }
 }
 
-// Small products, every tile case: fewer columns than a tile, whole tiles, tiles and a rest;
-// and inner sizes long enough to run in chunks (a tile's panel of op(B) over a quarter of the
-// L2: with 512 KB, k above 1024 at 32 floats or 16 doubles wide): several, and two (one where
-// the L2 is larger).
-const std::vector<Shape3> kSmall = {{1, 32, 16}, {1, 128, 32}, {3, 130, 7}, {2, 64, 64}, {1, 5, 3}, {3, 70, 5000},
-                                    {2, 40, 1100}};
+// Small products, every tile case: fewer columns than a tile, whole tiles, tiles and a rest.
+const std::vector<Shape3> kSmall = {{1, 32, 16}, {1, 128, 32}, {3, 130, 7}, {2, 64, 64}, {1, 5, 3}};
 
 TEST(RepeatedGemm, LibxsmmKernelsEqualAPlainLoop) {
   if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
@@ -114,6 +113,43 @@ TEST(RepeatedGemm, LibxsmmKernelsEqualAPlainLoop) {
       expect_product_right<double>(StepGemm::libxsmm, s, transposed, 0.0, "libxsmm");
       expect_product_right<double>(StepGemm::libxsmm, s, transposed, 1.0, "libxsmm");
     }
+}
+
+// A long inner size runs in chunks, each adding to what the ones before made. With chunks of
+// at most 16 rows (set for the test, so on every CPU alike): two, three and four chunks, the
+// last one shorter or not, on whole tiles, a shorter last tile, and a single narrow tile.
+TEST(RepeatedGemm, LongInnerSizesRunInChunksThatEqualAPlainLoop) {
+  if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
+  SKIP_UNLESS_TARGET_RUNS_HERE();
+  const testing::UseChunkRows rows(16);
+  struct Case {
+    Shape3 shape;
+    std::int64_t chunks;
+  };
+  const std::vector<Case> cases = {{{3, 70, 30}, 2}, {{2, 130, 48}, 3}, {{1, 5, 50}, 4}, {{2, 64, 16}, 1}};
+  for (const auto& [s, chunks] : cases)
+    for (bool transposed : {false, true}) {
+      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 0.f, "libxsmm", true, chunks);
+      expect_product_right<float>(StepGemm::libxsmm, s, transposed, 1.f, "libxsmm", true, chunks);
+      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 0.0, "libxsmm", true, chunks);
+      expect_product_right<double>(StepGemm::libxsmm, s, transposed, 1.0, "libxsmm", true, chunks);
+    }
+}
+
+// Without the test's setting: a tile's panel of op(B) over a quarter of the L2 the system
+// reports runs in chunks (an LSTM's dh = dgates W_hh at L, k 4096, on the AVX2 EPYC's 512 KB
+// L2 and 32-float tiles: four); a short inner size in one.
+TEST(RepeatedGemm, ALongInnerSizeRunsInChunksByDefault) {
+  if (!blas::libxsmm_built_in()) GTEST_SKIP() << "recur was built without libxsmm";
+  SKIP_UNLESS_TARGET_RUNS_HERE();
+  const UseStepGemm use(StepGemm::libxsmm);
+  const std::vector<float> w = random_values<float>(std::size_t{64} * 65536, 1);
+  const RepeatedGemm<float> long_inner(1, 64, 65536, w.data(), 64, false, 65536, 64, 0.f);
+  if (std::string(long_inner.backend()) != "libxsmm") GTEST_SKIP() << "libxsmm made no kernel for this shape";
+  EXPECT_GT(long_inner.chunks(), 1) << "a panel of 65536 rows (at least 8 MB) in one chunk";
+  expect_product_right<float>(StepGemm::libxsmm, {2, 40, 5000}, false, 1.f, "libxsmm", true,
+                              RepeatedGemm<float>(2, 40, 5000, w.data(), 40, false, 5000, 40, 1.f).chunks());
+  EXPECT_EQ(RepeatedGemm<float>(1, 256, 64, w.data(), 256, false, 64, 256, 0.f).chunks(), 1) << "k 64";
 }
 
 TEST(RepeatedGemm, OpenblasEqualsAPlainLoop) {
@@ -195,6 +231,9 @@ TEST(RepeatedGemm, TilesSharedOverThreadsGiveOneThreadsBits) {
       expect_shared_tiles_bits_equal<float>(s, transposed, 1.f);
       expect_shared_tiles_bits_equal<double>(s, transposed, 1.0);
     }
+  const testing::UseChunkRows rows(128);  // 400 rows in four chunks, shared too
+  expect_shared_tiles_bits_equal<float>({8, 200, 400}, true, 1.f);
+  expect_shared_tiles_bits_equal<double>({8, 200, 400}, false, 0.0);
   EXPECT_GE(parallel::tile_team_helpers(), 1);
 }
 
