@@ -93,9 +93,14 @@ template <class T>
 struct RepeatedGemm<T>::Kernels {
 #ifdef RECUR_HAVE_LIBXSMM
   using Fn = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
-  // [the last tile][a chunk after the first][the last chunk of several]
-  Fn fn[2][2][2] = {};
-  std::int64_t width = 0, tiles = 0, chunk = 0, chunks = 1;
+  // A tile's kernels by chunk: the first (the product's beta), those between, the last of
+  // several (both beta 1; the last one's inner size may be shorter).
+  struct Chunked {
+    Fn first = nullptr, middle = nullptr, last = nullptr;
+    Fn of(std::int64_t q, std::int64_t chunks) const { return q == 0 ? first : q + 1 == chunks ? last : middle; }
+  };
+  Chunked whole, narrow;  // whole tiles', the shorter last tile's
+  std::int64_t width = 0, tiles = 0, last_width = 0, chunk = 0, chunks = 1;
 #endif
 };
 
@@ -212,20 +217,19 @@ bool RepeatedGemm<T>::use_libxsmm() {
   auto kernels = std::make_unique<Kernels>();
   const std::int64_t w = kernels->width = tile_width<T>();
   kernels->tiles = n / w;
-  const std::int64_t last_width = n % w;
+  kernels->last_width = n % w;
   const std::int64_t chunk = kernels->chunk = chunk_of<T>(k, w);
-  kernels->chunks = (k + chunk - 1) / chunk;
-  const std::int64_t last_chunk = k - (kernels->chunks - 1) * chunk;
-  // The kernels a call takes (operator()): the first chunk's with the product's beta; with more
-  // chunks, the middle ones' and the last one's adding to it (beta 1).
-  for (const bool last_tile : {false, true}) {
-    const std::int64_t width = last_tile ? last_width : w;
-    if (width == 0 || (!last_tile && kernels->tiles == 0)) continue;
-    auto& fn = kernels->fn[last_tile];  // [a chunk after the first][the last chunk of several]
-    if (!(fn[0][0] = dispatch<T>(width, m, chunk, width, lda_, ldc_, beta_))) return false;
-    if (kernels->chunks > 2 && !(fn[1][0] = dispatch<T>(width, m, chunk, width, lda_, ldc_, T(1)))) return false;
-    if (kernels->chunks > 1 && !(fn[1][1] = dispatch<T>(width, m, last_chunk, width, lda_, ldc_, T(1)))) return false;
-  }
+  const std::int64_t chunks = kernels->chunks = (k + chunk - 1) / chunk;
+  const std::int64_t last_chunk = k - (chunks - 1) * chunk;
+  // The kernels operator() calls for tiles `width` wide: false where libxsmm makes one of them not.
+  auto make = [&](typename Kernels::Chunked& kn, std::int64_t width) {
+    kn.first = dispatch<T>(width, m, chunk, width, lda_, ldc_, beta_);
+    if (chunks > 2) kn.middle = dispatch<T>(width, m, chunk, width, lda_, ldc_, T(1));
+    if (chunks > 1) kn.last = dispatch<T>(width, m, last_chunk, width, lda_, ldc_, T(1));
+    return kn.first && (chunks < 3 || kn.middle) && (chunks < 2 || kn.last);
+  };
+  if (kernels->tiles > 0 && !make(kernels->whole, w)) return false;
+  if (kernels->last_width > 0 && !make(kernels->narrow, kernels->last_width)) return false;
   pack_panels(w);
   kernels_ = std::move(kernels);
   return true;
@@ -277,15 +281,14 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
     // Tile t: columns [t width, (t + 1) width) of C, the last one shorter, from its panel,
     // chunk by chunk of the inner size.
     auto tile = [&](std::int64_t t) {
-      const bool last_tile = t == kn.tiles;
-      const std::int64_t width = last_tile ? n_ - kn.tiles * kn.width : kn.width;
+      const bool narrow = t == kn.tiles;
+      const auto& kernels = narrow ? kn.narrow : kn.whole;
+      const std::int64_t width = narrow ? kn.last_width : kn.width;
       const T* panel = b_panels_.data() + t * kn.width * k_;
-      for (std::int64_t q = 0; q < kn.chunks; ++q) {
-        const bool last_chunk = q + 1 == kn.chunks && q > 0;
-        kn.fn[last_tile][q > 0][last_chunk](panel + q * kn.chunk * width, a + q * kn.chunk, c + t * kn.width);
-      }
+      for (std::int64_t q = 0; q < kn.chunks; ++q)
+        kernels.of(q, kn.chunks)(panel + q * kn.chunk * width, a + q * kn.chunk, c + t * kn.width);
     };
-    const std::int64_t tiles = kn.tiles + (n_ % kn.width != 0 ? 1 : 0);
+    const std::int64_t tiles = kn.tiles + (kn.last_width > 0 ? 1 : 0);
     if (split_) parallel::for_each_tile(tiles, num_threads(), tile, !split_always_);
     else for (std::int64_t t = 0; t < tiles; ++t) tile(t);
     return;
