@@ -25,8 +25,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return t;
 }
 
-std::int64_t Tensor::size(std::int64_t axis) const {
-  return shape_[normalize_axis("size", axis, shape_)];
+std::int64_t Tensor::size_out_of_range(std::int64_t axis) const {
+  normalize_axis("size", axis, shape_);  // throws AxisError naming the axis and the shape
+  fail<AxisError>("size", "axis ", axis, " is out of range for shape ", to_string(shape_));
 }
 
 void Tensor::type_mismatch(DType requested) const {
@@ -75,7 +76,7 @@ Tensor Tensor::view(const Shape& shape) const {
   if (recur::numel(shape) != numel_)
     fail<ShapeError>("view", "cannot view a tensor of shape ", to_string(shape_), " as shape ",
                      to_string(shape));
-  return Tensor(storage_, offset_, shape, dtype_);
+  return Tensor(KnownCount{}, storage_, offset_, numel_, shape, dtype_);
 }
 
 Tensor Tensor::operator[](std::int64_t index) const {
@@ -85,8 +86,8 @@ Tensor Tensor::operator[](std::int64_t index) const {
     fail<IndexError>("index", "index ", index, " is out of range for axis 0 of shape ",
                      to_string(shape_));
   if (index < 0) index += n;
-  Shape rest(shape_.begin() + 1, shape_.end());
-  return Tensor(storage_, offset_ + index * recur::numel(rest), rest, dtype_);
+  const std::int64_t row = n == 0 ? 0 : numel_ / n;
+  return Tensor(KnownCount{}, storage_, offset_ + index * row, row, Shape(shape_.begin() + 1, shape_.end()), dtype_);
 }
 
 Tensor Tensor::rows(std::int64_t start, std::int64_t stop) const {
@@ -95,7 +96,7 @@ Tensor Tensor::rows(std::int64_t start, std::int64_t stop) const {
   Shape out = shape_;
   out[0] = stop - start;
   const std::int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
-  return Tensor(storage_, offset_ + start * row, out, dtype_);
+  return Tensor(KnownCount{}, storage_, offset_ + start * row, row * (stop - start), std::move(out), dtype_);
 }
 
 }  // namespace recur

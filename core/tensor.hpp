@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <iosfwd>
+#include <utility>
 
 #include <recur/core/dtype.hpp>
 #include <recur/core/error.hpp>
@@ -29,7 +30,11 @@ class Tensor {
   std::int64_t rank() const { return static_cast<std::int64_t>(shape_.size()); }
   std::int64_t numel() const { return numel_; }
   // Size of one axis; negative axes count from the back.
-  std::int64_t size(std::int64_t axis) const;
+  std::int64_t size(std::int64_t axis) const {
+    const auto n = static_cast<std::int64_t>(shape_.size());
+    if (axis >= -n && axis < n) return shape_[static_cast<std::size_t>(axis < 0 ? axis + n : axis)];
+    return size_out_of_range(axis);
+  }
   DType dtype() const { return dtype_; }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * size_of(dtype_); }
   const StoragePtr& storage() const { return storage_; }
@@ -67,7 +72,12 @@ class Tensor {
     if (requested != dtype_ || !storage_) type_mismatch(requested);
   }
   [[noreturn]] void type_mismatch(DType requested) const;
+  [[noreturn]] std::int64_t size_out_of_range(std::int64_t axis) const;
   std::int64_t flat_index(std::initializer_list<std::int64_t> index) const;
+  // A view whose element count the caller knows (a part of a checked shape): no recount.
+  struct KnownCount {};
+  Tensor(KnownCount, const StoragePtr& storage, std::int64_t offset, std::int64_t numel, Shape shape, DType dtype)
+      : storage_(storage), offset_(offset), numel_(numel), shape_(std::move(shape)), dtype_(dtype) {}
 
   StoragePtr storage_;
   std::int64_t offset_ = 0;  // in elements

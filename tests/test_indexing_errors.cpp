@@ -34,6 +34,22 @@ TEST(Indexing, SliceOfRowsIsAViewAndItsGradientIsNotShared) {
   EXPECT_EQ(slice(x, 0, 3, 1).shape(), (Shape{0, 3}));  // empty, like NumPy
   EXPECT_NE(slice(x, 0, 0, 4, 2).storage(), x.storage());  // a step copies
   EXPECT_THROW(x.rows(2, 5), IndexError);
+  // Tensor's own views count their elements from the shape they keep.
+  const Tensor r = x.rows(1, 3), row = x[-1], flat = x.view({12}), none = x.rows(2, 2);
+  EXPECT_EQ(r.numel(), 6);
+  EXPECT_EQ(values(r), (Doubles{3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(row.shape(), (Shape{3}));
+  EXPECT_EQ(row.numel(), 3);
+  EXPECT_EQ(values(row), (Doubles{9, 10, 11}));
+  EXPECT_EQ(flat.numel(), 12);
+  EXPECT_EQ(none.shape(), (Shape{0, 3}));
+  EXPECT_EQ(none.numel(), 0);
+  EXPECT_EQ(iota({2, 0, 3})[1].numel(), 0);
+  EXPECT_EQ(x.size(0), 4);
+  EXPECT_EQ(x.size(-1), 3);
+  EXPECT_EQ(x.size(-2), 4);
+  expect_error<AxisError>([&] { (void)x.size(2); }, {"size", "2", "[4, 3]"});
+  expect_error<AxisError>([&] { (void)x.size(-3); }, {"size", "-3", "[4, 3]"});
   // Two views of one value, each used twice: their gradients add up without touching the value.
   Tape tape;
   const Var v = tape.variable(iota({4, 3}, DType::float64));

@@ -11,7 +11,7 @@ namespace recur::nn::detail {
 namespace {
 
 // Whether the CPU runs `isa` (libgcc's checks include that the OS saves the registers).
-bool cpu_runs(KernelIsa isa) {
+bool cpu_checks(KernelIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();  // may be called before libgcc's own initializer has run
   if (isa == KernelIsa::avx2) return __builtin_cpu_supports("avx2");
@@ -20,6 +20,12 @@ bool cpu_runs(KernelIsa isa) {
 #else
   return isa == KernelIsa::portable;
 #endif
+}
+// Asked once per instruction set: kernels<T>() asks at every call (a captured step's chain
+// calls it for each of its rows).
+bool cpu_runs(KernelIsa isa) {
+  static const bool avx2 = cpu_checks(KernelIsa::avx2), avx512 = cpu_checks(KernelIsa::avx512);
+  return isa == KernelIsa::avx2 ? avx2 : avx512;
 }
 
 KernelIsa initial_isa() {

@@ -266,7 +266,9 @@ class Run final : private detail::LoopState {
         shape.insert(shape.end(), value.shape().begin(), value.shape().end());
         all = Tensor::empty(shape, value.dtype());
       }
-      if (value.dtype() != all.dtype() || value.shape() != all[0].shape()) continue;  // check_result's to say
+      const Shape& each = all.shape();  // [steps, the value's shape...]
+      if (value.dtype() != all.dtype() || !std::equal(value.shape().begin(), value.shape().end(), each.begin() + 1, each.end()))
+        continue;  // check_result's to say
       Tensor row = all[s.reverse_stack ? steps_ - 1 - t : t];
       std::copy_n(static_cast<const char*>(value.raw_data()), value.nbytes(), static_cast<char*>(row.raw_data()));
       TapeAccess::share_value(tape_, v.id(), row);
