@@ -1,0 +1,44 @@
+// recur_scan_cell_steps: training steps of one cell of scan_cells.hpp run back to back, for
+// a profiler or an instruction counter (valgrind --tool=callgrind) rather than for a
+// benchmark's statistics: one untimed step, then --rounds rounds of --steps steps each, and
+// the best round's time per step. recur_bench's scan_cell/* rows time the same steps.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "scan_cells.hpp"
+
+int main(int argc, char** argv) {
+  std::string form_name = "lstm", config_name = "S";
+  int steps = 200, rounds = 5;
+  bool recorded = false;
+  CLI::App app("Training steps of a cell written in scan (bench/scan_cells.hpp)", "recur_scan_cell_steps");
+  app.add_option("--cell", form_name, "lstm, lstm_per_gate or gru")->check(CLI::IsMember({"lstm", "lstm_per_gate", "gru"}));
+  app.add_option("--config", config_name, "S, M, L or TBPTT (rnn_suite.hpp)")->check(CLI::IsMember({"S", "M", "L", "TBPTT"}));
+  app.add_option("--steps", steps, "training steps per round")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", rounds, "rounds; the best one is reported")->check(CLI::PositiveNumber);
+  app.add_flag("--recorded", recorded, "record every step (Capture::off) instead of capturing it");
+  CLI11_PARSE(app, argc, argv);
+
+  const bench::CellForm form = form_name == "lstm"            ? bench::CellForm::lstm_merged
+                               : form_name == "lstm_per_gate" ? bench::CellForm::lstm_per_gate
+                                                              : bench::CellForm::gru_merged;
+  const auto& configs = bench::rnn::kConfigs;
+  const auto* config = std::find_if(std::begin(configs), std::end(configs),
+                                    [&](const bench::rnn::Config& c) { return config_name == c.name; });
+  bench::use_bench_threads();
+  const bench::ScanCellStep model(form, *config, recorded ? recur::Capture::off : recur::Capture::automatic);
+  double loss = model.step();
+  double best = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) loss = model.step();
+    const double each = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+    best = r == 0 ? each : std::min(best, each);
+  }
+  std::printf("%s %s %s: %.4f ms per training step (best of %d rounds of %d), loss %.6f\n", form_name.c_str(),
+              config_name.c_str(), recorded ? "recorded" : "captured", best * 1e3, rounds, steps, loss);
+}
