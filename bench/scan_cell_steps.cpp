@@ -16,8 +16,10 @@ int main(int argc, char** argv) {
   int steps = 200, rounds = 5;
   bool recorded = false;
   CLI::App app("Training steps of a cell written in scan (bench/scan_cells.hpp)", "recur_scan_cell_steps");
-  app.add_option("--cell", form_name, "lstm, lstm_per_gate or gru")->check(CLI::IsMember({"lstm", "lstm_per_gate", "gru"}));
-  app.add_option("--config", config_name, "S, M, L or TBPTT (rnn_suite.hpp)")->check(CLI::IsMember({"S", "M", "L", "TBPTT"}));
+  app.add_option("--cell", form_name, "lstm, lstm_per_gate or gru")
+      ->check(CLI::IsMember({"lstm", "lstm_per_gate", "gru"}));
+  app.add_option("--config", config_name, "S, M, L or TBPTT (rnn_suite.hpp)")
+      ->check(CLI::IsMember({"S", "M", "L", "TBPTT"}));
   app.add_option("--steps", steps, "training steps per round")->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "rounds; the best one is reported")->check(CLI::PositiveNumber);
   app.add_flag("--recorded", recorded, "record every step (Capture::off) instead of capturing it");

@@ -267,7 +267,8 @@ class Run final : private detail::LoopState {
         all = Tensor::empty(shape, value.dtype());
       }
       const Shape& each = all.shape();  // [steps, the value's shape...]
-      if (value.dtype() != all.dtype() || !std::equal(value.shape().begin(), value.shape().end(), each.begin() + 1, each.end()))
+      const Shape& own = value.shape();
+      if (value.dtype() != all.dtype() || !std::equal(own.begin(), own.end(), each.begin() + 1, each.end()))
         continue;  // check_result's to say
       Tensor row = all[s.reverse_stack ? steps_ - 1 - t : t];
       std::copy_n(static_cast<const char*>(value.raw_data()), value.nbytes(), static_cast<char*>(row.raw_data()));
