@@ -230,12 +230,21 @@ TEST(KernelTable, ChoiceFollowsTheCpuAndTheEnvironment) {
   if (wanted == "avx512" && has(KernelIsa::avx512)) want = KernelIsa::avx512;
   EXPECT_EQ(kernel_isa(), want) << "RECUR_CPU_KERNELS=" << wanted;
   EXPECT_EQ(&kernels<float>(), kernels_for<float>(kernel_isa()));
+  // kernels<T>() follows every switch, for both element types.
+  auto expect_tables_of = [](KernelIsa isa) {
+    EXPECT_EQ(&kernels<float>(), kernels_for<float>(isa));
+    EXPECT_EQ(&kernels<double>(), kernels_for<double>(isa));
+  };
+  expect_tables_of(want);
   EXPECT_TRUE(use_kernel_isa(KernelIsa::portable));
   EXPECT_EQ(kernel_isa(), KernelIsa::portable);
+  expect_tables_of(KernelIsa::portable);
   for (KernelIsa isa : kVectorIsas) {
     EXPECT_EQ(use_kernel_isa(isa), has(isa));
     EXPECT_EQ(kernel_isa(), has(isa) ? isa : KernelIsa::portable);
+    expect_tables_of(kernel_isa());
     use_kernel_isa(KernelIsa::portable);
+    expect_tables_of(KernelIsa::portable);
   }
   use_kernel_isa(want);
 }

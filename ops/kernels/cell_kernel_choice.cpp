@@ -21,8 +21,7 @@ bool cpu_checks(KernelIsa isa) {
   return isa == KernelIsa::portable;
 #endif
 }
-// Asked once per instruction set: kernels<T>() asks at every call (a captured step's chain
-// calls it for each of its rows).
+// Asked once per instruction set.
 bool cpu_runs(KernelIsa isa) {
   static const bool avx2 = cpu_checks(KernelIsa::avx2), avx512 = cpu_checks(KernelIsa::avx512);
   return isa == KernelIsa::avx2 ? avx2 : avx512;
@@ -41,6 +40,13 @@ std::atomic<KernelIsa>& current() {
   return isa;
 }
 
+// The table of the instruction set in use, per T (use_kernel_isa sets both).
+template <class T>
+std::atomic<const KernelTable<T>*>& table_in_use() {
+  static std::atomic<const KernelTable<T>*> table{kernels_for<T>(current().load(std::memory_order_relaxed))};
+  return table;
+}
+
 }  // namespace
 
 template <class T>
@@ -53,11 +59,23 @@ const KernelTable<T>* kernels_for(KernelIsa isa) {
 template const KernelTable<float>* kernels_for<float>(KernelIsa);
 template const KernelTable<double>* kernels_for<double>(KernelIsa);
 
+template <class T>
+const KernelTable<T>& kernels_in_use() {
+  return *table_in_use<T>().load(std::memory_order_relaxed);
+}
+
+template const KernelTable<float>& kernels_in_use<float>();
+template const KernelTable<double>& kernels_in_use<double>();
+
 KernelIsa kernel_isa() { return current().load(std::memory_order_relaxed); }
 
+// A kernel call on another thread may meet the new float table and the old double one (or
+// the reverse): the tables give the same bits.
 bool use_kernel_isa(KernelIsa isa) {
   if (!kernels_for<float>(isa)) return false;
   current().store(isa, std::memory_order_relaxed);
+  table_in_use<float>().store(kernels_for<float>(isa), std::memory_order_relaxed);
+  table_in_use<double>().store(kernels_for<double>(isa), std::memory_order_relaxed);
   return true;
 }
 

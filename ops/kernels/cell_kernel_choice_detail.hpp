@@ -22,10 +22,13 @@ KernelIsa kernel_isa();
 // while kernels run on other threads changes only their speed.
 bool use_kernel_isa(KernelIsa isa);
 
-// The table in use.
+// The table in use: kept by use_kernel_isa, one load (a captured step's chain asks at each
+// of its rows).
+template <class T>
+const KernelTable<T>& kernels_in_use();
 template <class T>
 const KernelTable<T>& kernels() {
-  return *kernels_for<T>(kernel_isa());
+  return kernels_in_use<T>();
 }
 
 // use_kernel_isa for a scope, then back.

@@ -46,7 +46,8 @@ struct ElementwiseChain {
   // reads from its node (BackwardArgs::output), which a loop may point at its stacked copy:
   // a copy of its own would be held twice. And the outputs after the first, for more_outputs().
   mutable Tensor inner;
-  mutable std::vector<Tensor> outputs, more;
+  mutable boost::container::small_vector<Tensor, 4> outputs;  // no allocation at each step
+  mutable std::vector<Tensor> more;
   mutable bool saved = false;
 
   ElementwiseChain fresh_copy() const { return ElementwiseChain(program); }

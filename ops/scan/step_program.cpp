@@ -376,6 +376,7 @@ StepResult StepReplay::run(std::span<const Var> args, std::int64_t t, RecordingS
       values_.push_back(TapeAccess::push_output(tape_, std::move(more[m]), main.id(), m + 1));
   }
   StepResult r;
+  r.outputs.reserve(program_.outputs.size());
   for (const ValueRef& o : program_.outputs) r.outputs.push_back(resolve(o, args, t));
   for (const auto& [shared, value] : program_.updates) r.updates.set(program_.shareds[shared], resolve(value, args, t));
   for (const auto& [shared, value] : program_.implicit_updates)
