@@ -3,6 +3,13 @@
 #include <new>
 
 namespace recur {
+namespace {
+// Elements in one row along axis 0 (none when that axis is empty: its rows hold nothing).
+std::int64_t row_elements(const Tensor& t) {
+  const std::int64_t n = t.shape()[0];
+  return n == 0 ? 0 : t.numel() / n;
+}
+}  // namespace
 
 Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype)
     : storage_(std::move(storage)), offset_(offset), numel_(recur::numel(shape)),
@@ -86,7 +93,7 @@ Tensor Tensor::operator[](std::int64_t index) const {
     fail<IndexError>("index", "index ", index, " is out of range for axis 0 of shape ",
                      to_string(shape_));
   if (index < 0) index += n;
-  const std::int64_t row = n == 0 ? 0 : numel_ / n;
+  const std::int64_t row = row_elements(*this);
   return Tensor(KnownCount{}, storage_, offset_ + index * row, row, Shape(shape_.begin() + 1, shape_.end()), dtype_);
 }
 
@@ -95,7 +102,7 @@ Tensor Tensor::rows(std::int64_t start, std::int64_t stop) const {
     fail<IndexError>("rows", "rows [", start, ", ", stop, ") are out of range for shape ", to_string(shape_));
   Shape out = shape_;
   out[0] = stop - start;
-  const std::int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
+  const std::int64_t row = row_elements(*this);
   return Tensor(KnownCount{}, storage_, offset_ + start * row, row * (stop - start), std::move(out), dtype_);
 }
 
