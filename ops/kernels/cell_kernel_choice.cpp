@@ -60,12 +60,12 @@ template const KernelTable<float>* kernels_for<float>(KernelIsa);
 template const KernelTable<double>* kernels_for<double>(KernelIsa);
 
 template <class T>
-const KernelTable<T>& kernels_in_use() {
+const KernelTable<T>& kernels() {
   return *table_in_use<T>().load(std::memory_order_relaxed);
 }
 
-template const KernelTable<float>& kernels_in_use<float>();
-template const KernelTable<double>& kernels_in_use<double>();
+template const KernelTable<float>& kernels<float>();
+template const KernelTable<double>& kernels<double>();
 
 KernelIsa kernel_isa() { return current().load(std::memory_order_relaxed); }
 

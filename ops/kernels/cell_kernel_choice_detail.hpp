@@ -25,11 +25,7 @@ bool use_kernel_isa(KernelIsa isa);
 // The table in use: kept by use_kernel_isa, one load (a captured step's chain asks at each
 // of its rows).
 template <class T>
-const KernelTable<T>& kernels_in_use();
-template <class T>
-const KernelTable<T>& kernels() {
-  return kernels_in_use<T>();
-}
+const KernelTable<T>& kernels();
 
 // use_kernel_isa for a scope, then back.
 class ScopedKernelIsa {
