@@ -127,8 +127,13 @@ struct ElementwiseChain {
         const auto n_inner = static_cast<std::int64_t>(p.kept.size());
         inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
         const auto rows = value_rows<T>();
+        // Per tile, where each value of its block goes (made before the tiles: a helper must not allocate).
+        const std::size_t n_code = p.code.size();
+        boost::container::small_vector<T*, 64> where_all(static_cast<std::size_t>(tiles) * n_code);
         blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
-          blocks.run(begin, n, [&](std::size_t k) { return rows[k] ? rows[k] + begin : value(tile, k); });
+          T** const where = where_all.data() + static_cast<std::size_t>(tile) * n_code;
+          for (std::size_t k = 0; k < n_code; ++k) where[k] = rows[k] ? rows[k] + begin : value(tile, k);
+          blocks.run(begin, n, [where](std::size_t k) { return where[k]; });
         });
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
           if (o == 0 || !p.outputs_read[o]) outputs[o] = Tensor();  // the first: backward reads the node's

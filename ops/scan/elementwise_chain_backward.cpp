@@ -21,9 +21,9 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   using Rule = recur::detail::ChainGrad;
   std::shared_ptr<const ChainLayout> layout_held;
   const ChainLayout& layout = layout_of(p, inputs, layout_held);
-  ChainBlocks<T> blocks(p, layout, inputs, &p.slots_read);
+  const ChainBlocks<T> blocks(p, layout, inputs, /*backward=*/true);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
-  const std::size_t n_code = p.code.size(), n_slots = p.slots.size();
+  const std::size_t n_code = p.code.size(), n_slots = p.slots.size(), n_regs = n_code + n_slots;
   Grads<Tensor> grads(inputs.size());
   const auto& writes = layout.writes;
   for (std::size_t in = 0; in < inputs.size(); ++in)
@@ -37,80 +37,93 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   const auto& partial_at = layout.partial_at;
   const std::int64_t partial_size = layout.partial_size;
   // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
-  T* const partial_sums = scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks));
-  std::fill_n(partial_sums, partial_size * n_blocks, T(0));
+  T* const partial_sums =
+      partial_size > 0 ? scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks)) : nullptr;
+  if (partial_sums) std::fill_n(partial_sums, partial_size * n_blocks, T(0));
   const std::int64_t tiles = blocks.tiles();
-  const std::size_t regs_per_tile = (n_code + n_slots) * static_cast<std::size_t>(block);
+  const std::size_t regs_per_tile = n_regs * static_cast<std::size_t>(block);
   const std::size_t remade_per_tile = p.recomputed.size() * static_cast<std::size_t>(block);
   T* const regs_all = scratch<T>(1, static_cast<std::size_t>(tiles) * regs_per_tile);
   // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
-  T* const remade_all = scratch<T>(0, static_cast<std::size_t>(tiles) * remade_per_tile);
-  const auto& kernels = nn::detail::kernels<T>();
-  boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
-  for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
-  // Per tile: the slots' registers (made here: a tile may run on a helper, which must not allocate).
-  boost::container::small_vector<boost::container::small_vector<Run<T>, 32>, 4> slot_reg_of(
-      static_cast<std::size_t>(tiles), boost::container::small_vector<Run<T>, 32>(n_slots));
-  // Per slot: its input's gradient where the slot alone writes its elements (whole, or its
-  // columns of every row), written in place: the first row's elements and the row stride.
-  // nullptr where slots sum their shares (a register of scratch, added after each block).
-  boost::container::small_vector<Run<T>, 32> in_place(n_slots);
-  for (std::size_t j = 0; j < n_slots; ++j) {
-    const ChainSlot& slot = p.slots[j];
-    if (!needs[slot.input] || writes[slot.input] == Writes::sum) continue;
-    T* d = grads[slot.input].data<T>();
-    if (writes[slot.input] == Writes::whole) in_place[j] = {d};
-    else in_place[j] = {d + slot.column, inputs[slot.input].shape().back()};
-  }
+  T* const remade_all =
+      remade_per_tile > 0 ? scratch<T>(0, static_cast<std::size_t>(tiles) * remade_per_tile) : nullptr;
   // What each block's passes are (elementwise_chain_passes_detail.hpp).
   Flags defined(p.outputs.size(), 0);
   for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
   std::shared_ptr<const ChainPasses> plan_held;
-  const ChainPasses* const plan = &passes_of(p, layout, needs, defined, plan_held);
+  const ChainPasses& plan = passes_of(p, layout, needs, defined, plan_held);
+  // Per register, where a block finds it, worked out once per call: r < n_code, value r's
+  // gradient (an output's gradient as given, only read; else in a tile's scratch); else slot
+  // r - n_code's, this block's elements of its input's gradient where the slot alone writes
+  // them (whole, or its columns of every row: written in place), else in a tile's scratch.
+  struct RegisterAt {
+    T* p = nullptr;            // given / in place: the first element; nullptr: in a tile's scratch
+    std::int64_t offset = 0;   // in a tile's scratch: where
+    std::int64_t stride = 0;   // in place by columns: the input's row length
+  };
+  boost::container::small_vector<RegisterAt, 48> reg_at(n_regs);
+  for (std::size_t r = 0; r < n_code; ++r) {
+    const std::int32_t o = plan.given[r];
+    if (o >= 0) reg_at[r] = {const_cast<T*>(out_grads[o].data<T>())};
+    else reg_at[r] = {nullptr, static_cast<std::int64_t>(r) * block};
+  }
+  for (std::size_t j = 0; j < n_slots; ++j) {
+    const ChainSlot& slot = p.slots[j];
+    const std::size_t r = n_code + j;
+    if (!needs[slot.input] || writes[slot.input] == Writes::sum) {
+      reg_at[r] = {nullptr, static_cast<std::int64_t>(r) * block};
+      continue;
+    }
+    T* d = grads[slot.input].data<T>();
+    if (writes[slot.input] == Writes::whole) reg_at[r] = {d};
+    else reg_at[r] = {d + slot.column, 0, inputs[slot.input].shape().back()};
+  }
+  // Per instruction: where its value is (given, or made again in a tile's scratch: `remade`
+  // its row there; -1 neither).
+  boost::container::small_vector<std::int32_t, 32> remade_row(n_code, -1);
+  for (std::size_t r = 0; r < p.recomputed.size(); ++r) remade_row[p.recomputed[r]] = static_cast<std::int32_t>(r);
+  // Per tile, per block: the registers' runs (a tile may run on a helper, which must not allocate).
+  boost::container::small_vector<Run<T>, 96> reg_runs(static_cast<std::size_t>(tiles) * n_regs);
+  boost::container::small_vector<const T*, 64> value_ptrs(static_cast<std::size_t>(tiles) * n_code);
+  const auto& kernels = blocks.kernels();
   blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t index, std::int64_t begin, std::int64_t n) {
     T* const regs = regs_all + static_cast<std::size_t>(tile) * regs_per_tile;
-    T* const remade = remade_all + static_cast<std::size_t>(tile) * remade_per_tile;
-    auto& slot_reg = slot_reg_of[static_cast<std::size_t>(tile)];
-    auto value = [&](std::size_t k) -> const T* {
-      if (values[k]) return values[k] + begin;
-      return remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
-    };
-    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value, remade + remade_row[k] * block);
-    // Register r: value r's gradient (r < n_code: where it is given, or in scratch), or slot
-    // r - n_code's: this block's elements of its input's gradient where it writes them in place.
-    for (std::size_t j = 0; j < n_slots; ++j) {
-      const Run<T>& d = in_place[j];
-      if (!d.p) slot_reg[j] = {regs + (n_code + j) * block};
-      else if (!d.stride) slot_reg[j] = {d.p + begin};
-      else slot_reg[j] = {d.p + (begin / width) * d.stride, n == width ? 0 : d.stride};
+    T* const remade = remade_all ? remade_all + static_cast<std::size_t>(tile) * remade_per_tile : nullptr;
+    Run<T>* const reg = reg_runs.data() + static_cast<std::size_t>(tile) * n_regs;
+    const T** const value = value_ptrs.data() + static_cast<std::size_t>(tile) * n_code;
+    for (std::size_t k = 0; k < n_code; ++k)
+      value[k] = values[k] ? values[k] + begin : remade_row[k] < 0 ? nullptr : remade + remade_row[k] * block;
+    auto value_of = [&](std::size_t k) { return value[k]; };
+    for (std::size_t k : p.recomputed) blocks.run_instruction(k, begin, n, value_of, remade + remade_row[k] * block);
+    for (std::size_t r = 0; r < n_regs; ++r) {
+      const RegisterAt& at = reg_at[r];
+      if (!at.p) reg[r] = {regs + at.offset};
+      else if (!at.stride) reg[r] = {at.p + begin};
+      else reg[r] = {at.p + (begin / width) * at.stride, n == width ? 0 : at.stride};
     }
-    auto reg = [&](std::size_t r) -> Run<T> {
-      if (r >= n_code) return slot_reg[r - n_code];
-      const std::int32_t o = plan->given[r];
-      return o >= 0 ? Run<T>{const_cast<T*>(out_grads[o].data<T>()) + begin} : Run<T>{regs + r * block};  // given: only read
-    };
     auto source = [&](const PassSource& s) -> Run<const T> {
-      if (s.kind == PassSource::Kind::value) return {value(s.operand.index)};
-      if (s.kind == PassSource::Kind::operand) return blocks.operand(s.operand, begin, value);
+      if (s.kind == PassSource::Kind::value) return {value[s.operand.index]};
+      if (s.kind == PassSource::Kind::operand) return blocks.operand(s.operand, begin, value_of);
       return {};
     };
-    for (const ChainPass& pass : plan->passes) {
-      const Run<T> into = reg(pass.into);
+    for (const ChainPass& pass : plan.passes) {
+      const Run<T> into = reg[pass.into];
       if (pass.from_output) {
         kernels.chain_grad_row(Rule::copy, pass.accumulate, out_grads[pass.gradient].data<T>() + begin, nullptr, nullptr,
                                into.p, n);
         continue;
       }
-      const T* gy = reg(pass.gradient).p;
+      const T* gy = reg[pass.gradient].p;
       const Run<const T> u = source(pass.u), v = source(pass.v);
       if (pass.folded) {
         const Run<const T> w = source(pass.w);
-        blocks.each_run(n, {u.stride, v.stride, w.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+        const bool strided = (u.stride | v.stride | w.stride | into.stride) != 0;
+        blocks.each_run(n, strided, [&](std::int64_t row, std::int64_t len) {
           kernels.chain_grad_then_row(pass.rule, pass.then, pass.accumulate, gy + row * width, blocks.at(u, row),
                                       blocks.at(v, row), blocks.at(w, row), blocks.at(into, row), len);
         });
       } else {
-        blocks.each_run(n, {u.stride, v.stride, into.stride}, [&](std::int64_t row, std::int64_t len) {
+        blocks.each_run(n, (u.stride | v.stride | into.stride) != 0, [&](std::int64_t row, std::int64_t len) {
           kernels.chain_grad_row(pass.rule, pass.accumulate, gy + row * width, blocks.at(u, row), blocks.at(v, row),
                                  blocks.at(into, row), len);
         });
@@ -119,23 +132,22 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
     for (std::size_t j = 0; j < n_slots; ++j) {  // the slots' gradients of this block, into their inputs'
       const ChainSlot& slot = p.slots[j];
       if (!needs[slot.input]) continue;
-      T* d = grads[slot.input].data<T>();
-      const Tensor& in = inputs[slot.input];
-      const std::int64_t size = in.numel();
-      const std::int64_t stride = layout.strided[j] ? in.shape().back() : 0;
       const Writes how = writes[slot.input];
-      if (!plan->slot_written[j]) {  // no gradient reached the slot: zeros where only it writes
+      if (how != Writes::sum && plan.slot_written[j]) continue;  // written in place
+      T* d = grads[slot.input].data<T>();
+      const std::int64_t stride = layout.row_stride[j];
+      if (!plan.slot_written[j]) {  // no gradient reached the slot: zeros where only it writes
         T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
         if (how == Writes::whole) std::fill_n(d + begin, n, T(0));
         if (how == Writes::tiled)
           for (std::int64_t row = 0; row < n / width; ++row) std::fill_n(row0 + row * stride, width, T(0));
         continue;
       }
-      if (how != Writes::sum) continue;  // written in place
-      const T* g = reg(plan->slot_register[j]).p;
+      const T* g = reg[plan.slot_register[j]].p;
       // Rows read again in every block add into this block's partial, the rest into d.
       if (partial_at[slot.input] >= 0) d = partial_sums + index * partial_size + partial_at[slot.input];
       T* const row0 = slot.column >= 0 ? d + (begin / width) * stride + slot.column : d;
+      const std::int64_t size = inputs[slot.input].numel();
       if (slot.column >= 0) {  // its columns of each row (of its one row, summed over the chain's)
         for (std::int64_t row = 0; row < n / width; ++row)
           for (std::int64_t i = 0; i < width; ++i) row0[row * stride + i] += g[row * width + i];

@@ -40,43 +40,45 @@ struct Run {
 };
 
 // The inputs of a chain as each block reads them, and its instructions run over a block.
-// With `read` (backward), only the slots it flags are read: the others give nullptr.
+// With `backward`, only the slots the backward reads (ChainProgram::slots_read) are read:
+// the others give nullptr. Where each slot is read is worked out once per call (a chain runs
+// at every step of a loop, and its blocks are few: at a small batch, one).
 template <class T>
 class ChainBlocks {
  public:
-  ChainBlocks(const ChainProgram& p, const ChainLayout& layout, const InputList<Tensor>& inputs,
-              const std::vector<std::uint8_t>* read = nullptr)
-      : p_(p), layout_(layout), inputs_(inputs), skipped_(p.slots.size(), 0) {
-    if (read)
-      for (std::size_t j = 0; j < p.slots.size(); ++j) skipped_[j] = !(*read)[j];
-    total_ = layout.total;
-    width_ = layout.width;
-    block_ = layout.block;
+  ChainBlocks(const ChainProgram& p, const ChainLayout& layout, const InputList<Tensor>& inputs, bool backward = false)
+      : p_(p), kernels_(nn::detail::kernels<T>()), total_(layout.total), width_(layout.width), block_(layout.block),
+        at_(p.slots.size()) {
     // A repeated slot's block-sized copy lives in a thread's scratch (a chain runs at every
     // step, and allocating it would cost more).
-    own_.assign(p.slots.size(), nullptr);
-    std::size_t copies = 0;
-    for (std::size_t j = 0; j < p.slots.size(); ++j) copies += !skipped_[j] && layout.repeated[j];
-    if (copies == 0) return;
-    T* next = scratch<T>(2, copies * static_cast<std::size_t>(block_));
+    const std::size_t copies = backward ? layout.copies_read : layout.copies;
+    T* next = copies > 0 ? scratch<T>(2, copies * static_cast<std::size_t>(block_)) : nullptr;
     for (std::size_t j = 0; j < p.slots.size(); ++j) {
-      if (skipped_[j] || !layout.repeated[j]) continue;
+      if (backward && !p.slots_read[j]) continue;  // stays Mode::skipped
       const ChainSlot& slot = p.slots[j];
       const Tensor& in = inputs[slot.input];
-      T* own = own_[j] = next;
-      next += block_;
       const T* x = in.data<T>();
-      // Columns of a single row (a bias of every gate) are the same in every row; a broadcast
-      // input repeats its n elements (the block is whole periods).
-      const std::int64_t n = slot.column >= 0 ? width_ : in.numel();
-      if (slot.column >= 0) x += slot.column;
-      for (std::int64_t i = 0; i < block_; i += n) std::copy_n(x, std::min(n, block_ - i), own + i);
+      if (layout.strided[j]) {
+        at_[j] = {x + slot.column, layout.row_stride[j], Mode::rows};
+      } else if (!layout.repeated[j]) {
+        at_[j] = {x, 0, Mode::along};
+      } else {
+        // Columns of a single row (a bias of every gate) are the same in every row; a
+        // broadcast input repeats its n elements (the block is whole periods).
+        T* own = next;
+        next += block_;
+        const std::int64_t n = slot.column >= 0 ? width_ : in.numel();
+        if (slot.column >= 0) x += slot.column;
+        for (std::int64_t i = 0; i < block_; i += n) std::copy_n(x, std::min(n, block_ - i), own + i);
+        at_[j] = {own, 0, Mode::fixed};
+      }
     }
   }
   std::int64_t total() const { return total_; }
   std::int64_t block() const { return block_; }
   std::int64_t width() const { return width_; }
   std::int64_t blocks() const { return block_ > 0 ? (total_ + block_ - 1) / block_ : 0; }
+  const nn::detail::KernelTable<T>& kernels() const { return kernels_; }
   // How many tiles the blocks run in (blas::step_work_tiles: one per thread where a loop's
   // per-step work shares over recur's threads and the chain is large enough; else one).
   std::int64_t tiles() const { return blas::step_work_tiles(total_, blocks()); }
@@ -86,6 +88,10 @@ class ChainBlocks {
   // allocate: it may run on a helper.
   template <class F>
   void each_block_in_tiles(std::int64_t tiles, F&& f) const {
+    if (tiles <= 1 && total_ <= block_) {  // one block: no range to split
+      if (total_ > 0) f(std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, total_);
+      return;
+    }
     blas::for_each_step_range(blocks(), tiles, [&](std::int64_t t, std::int64_t first, std::int64_t end) {
       for (std::int64_t b = first; b < end; ++b) f(t, b, b * block_, std::min(block_, total_ - b * block_));
     });
@@ -96,22 +102,22 @@ class ChainBlocks {
   template <class Values>
   Run<const T> operand(const ChainOperand& o, std::int64_t begin, Values&& values) const {
     if (!o.is_input) return {values(o.index)};
-    if (skipped_[o.index]) return {};
-    const ChainSlot& slot = p_.slots[o.index];
-    const Tensor& in = inputs_[slot.input];
-    if (layout_.strided[o.index]) {
-      const std::int64_t stride = in.shape().back();
-      return {in.data<T>() + (begin / width_) * stride + slot.column, stride};
+    const Slot& s = at_[o.index];
+    switch (s.mode) {
+      case Mode::along: return {s.p + begin};
+      case Mode::rows: return {s.p + (begin / width_) * s.stride, s.stride};
+      case Mode::fixed: return {s.p};
+      case Mode::skipped: break;
     }
-    if (!own_[o.index]) return {in.data<T>() + begin};
-    return {own_[o.index]};
+    return {};
   }
 
-  // f(row, len) over a block of n elements: once (0, n) when every run is contiguous, else
-  // once per row (row, width): a slot of columns is read and written in place, row by row.
+  // f(row, len) over a block of n elements: once (0, n) when no run is strided (`strided`:
+  // any of them is) or the block is one row, else once per row (row, width): a slot of
+  // columns is read and written in place, row by row.
   template <class F>
-  void each_run(std::int64_t n, std::initializer_list<std::int64_t> strides, F&& f) const {
-    if (n == width_ || std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 0; })) {
+  void each_run(std::int64_t n, bool strided, F&& f) const {
+    if (!strided || n == width_) {
       f(0, n);
       return;
     }
@@ -134,17 +140,16 @@ class ChainBlocks {
     const ChainInstruction& in = p_.code[k];
     const Run<const T> ra = operand(in.a, begin, values);
     const Run<const T> rb = unary(in.code) ? Run<const T>{} : operand(in.b, begin, values);
-    const auto& kernels = nn::detail::kernels<T>();
     using recur::detail::ChainArith;
-    each_run(n, {ra.stride, rb.stride}, [&](std::int64_t row, std::int64_t len) {
+    each_run(n, (ra.stride | rb.stride) != 0, [&](std::int64_t row, std::int64_t len) {
       const T* a = at(ra, row);
       const T* b = at(rb, row);
       T* const out = y + row * width_;
       switch (in.code) {
-        case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, out, len); break;
-        case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, out, len); break;
-        case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, out, len); break;
-        case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, out, len); break;
+        case ChainCode::add: kernels_.chain_arith_row(ChainArith::add, a, b, out, len); break;
+        case ChainCode::sub: kernels_.chain_arith_row(ChainArith::sub, a, b, out, len); break;
+        case ChainCode::mul: kernels_.chain_arith_row(ChainArith::mul, a, b, out, len); break;
+        case ChainCode::div: kernels_.chain_arith_row(ChainArith::div, a, b, out, len); break;
         case ChainCode::neg: for (std::int64_t i = 0; i < len; ++i) out[i] = -a[i]; break;
         case ChainCode::tanh: recur::detail::tanh_values(a, out, len); break;
         case ChainCode::sigmoid: recur::detail::sigmoid_values(a, out, len); break;
@@ -155,12 +160,19 @@ class ChainBlocks {
   }
 
  private:
+  // How a block reads a slot: `along` from p + begin (the input whole), `rows` its columns in
+  // place (rows `stride` apart), `fixed` a block-sized copy at p (the same in every block),
+  // `skipped` not at all.
+  enum class Mode : std::uint8_t { skipped, along, rows, fixed };
+  struct Slot {
+    const T* p = nullptr;
+    std::int64_t stride = 0;
+    Mode mode = Mode::skipped;
+  };
   const ChainProgram& p_;
-  const ChainLayout& layout_;
-  InputList<Tensor> inputs_;
+  const nn::detail::KernelTable<T>& kernels_;
   std::int64_t total_ = 0, width_ = 1, block_ = 1;
-  boost::container::small_vector<T*, 32> own_;  // per slot: its repeats; nullptr: read in place
-  Flags skipped_;                                // per slot: not read (backward, a sum's operand)
+  boost::container::small_vector<Slot, 16> at_;
 };
 
 }  // namespace recur::scan_engine::detail::chain

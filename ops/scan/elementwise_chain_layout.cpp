@@ -51,8 +51,13 @@ ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) 
   for (const ChainSlot& slot : p.slots) {
     const Tensor& in = inputs[slot.input];
     const bool strided = slot.column >= 0 && !one_row(in, l.total, l.width);
+    const bool repeated = !strided && (slot.column >= 0 || in.numel() != l.total);
     l.strided.push_back(strided);
-    l.repeated.push_back(!strided && (slot.column >= 0 || in.numel() != l.total));
+    l.repeated.push_back(repeated);
+    l.row_stride.push_back(strided ? in.shape().back() : 0);
+    l.copies += repeated;
+    const std::size_t j = l.repeated.size() - 1;
+    l.copies_read += repeated && j < p.slots_read.size() && p.slots_read[j];
   }
   find_writes(p, inputs, l);
   l.partial_at.assign(inputs.size(), -1);

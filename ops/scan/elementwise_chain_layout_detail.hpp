@@ -28,6 +28,11 @@ struct ChainLayout {
   std::int64_t total = 0, width = 1, block = 1;  // elements, last size, per block
   Flags strided;   // per slot: columns of a wider input, read in place row by row
   Flags repeated;  // per slot: read as a block-sized copy (a broadcast input, columns of one row)
+  // Per slot: its input's row length where it is strided (its rows' distance), else 0.
+  boost::container::small_vector<std::int64_t, 16> row_stride;
+  // How many slots a call copies (the repeated ones): forward's, and backward's (only the
+  // slots it reads, ChainProgram::slots_read).
+  std::size_t copies = 0, copies_read = 0;
   boost::container::small_vector<Writes, 8> writes;  // per input
   // Per input whose slots sum rows of several blocks into the same elements (a broadcast
   // input, a row of columns read in every row) and are summed (Writes::sum): where its
