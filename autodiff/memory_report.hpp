@@ -39,7 +39,8 @@ struct RegionMemory {
   // "every_k(10)", "auto_sqrt (k = 4)", "snapshots(4)", "budget(384 B) -> snapshots(4)".
   std::string policy = "full tape";
   // How its steps were recorded: "captured" (the step function ran twice, the other steps
-  // came from its program) or "recorded" with the reason ("recorded: the step returns an
+  // came from its program), "captured, one node" (and the loop ran as one tape node,
+  // ops/scan/captured_loop_detail.hpp) or "recorded" with the reason ("recorded: the step returns an
   // until condition"); empty for a construct without steps of its own kind.
   std::string step;
   std::size_t nodes = 0;          // nodes the region recorded (its steps and its stacking)

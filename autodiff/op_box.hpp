@@ -76,6 +76,10 @@ class GradSink {
   // defers work to a later node of the same pass (a loop's batched weight gradient) tells
   // its own pass from an earlier one that stopped half-way.
   virtual std::uint64_t pass() const = 0;
+  // Adds g to the input's gradient as the pass adds a rule's result (taken where no share
+  // reached it yet, else added): a rule that runs a loop's steps inside one node hands each
+  // step's share over in the order a node per step would have.
+  virtual void add(std::size_t input, Tensor g) = 0;
 
  protected:
   ~GradSink() = default;

@@ -169,6 +169,8 @@ class UnwrittenRows {
   std::vector<Range> ranges_;  // a few at a time: one per sequence a loop's steps read
 };
 
+void check_gradient(const detail::Node& n, std::size_t input, const Tensor& in_value, const Tensor& g);
+
 // Plain backward's GradSink: hands out the accumulated gradient of one node's inputs.
 class InputGrads final : public detail::GradSink {
  public:
@@ -185,6 +187,13 @@ class InputGrads final : public detail::GradSink {
     Tensor& acc = own(input, true);
     fresh = unwritten_.take(node_.inputs[input], acc, begin, end);
     return acc;
+  }
+  void add(std::size_t input, Tensor g) override {
+    const std::uint32_t id = node_.inputs[input];
+    check_gradient(node_, input, TapeAccess::node_value(tape_, id), g);
+    Tensor& acc = grads_[id];
+    if (acc.defined()) unwritten_.settle(id, acc);
+    accumulate(acc, std::move(g));
   }
 
  private:

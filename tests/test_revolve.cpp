@@ -15,6 +15,7 @@
 #include <recur/recur.hpp>
 
 #include "expect_error.hpp"
+#include "loop_node_scope.hpp"
 #include "row_runs.hpp"
 
 namespace recur {
@@ -340,6 +341,10 @@ Tensor nested_grad(Checkpoint outer, Checkpoint inner, bool second_order) {
 }
 
 TEST(ScanRevolve, NestedScansAndSecondOrder) {
+  // Against the full tape replayed a node per op and step: the one-node loop sums each inner
+  // loop's second-order shares of w before adding them to the other loops' (its own test is
+  // in test_scan_capture.cpp).
+  const testing::LoopNodeScope per_op(false);
   for (bool second : {false, true}) {
     const Tensor full = nested_grad(Checkpoint::none(), Checkpoint::none(), second);
     for (auto [outer, inner] : {std::pair{Checkpoint::snapshots(2), Checkpoint::none()},

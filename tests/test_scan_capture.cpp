@@ -19,6 +19,7 @@
 #include <recur/ops/scan/elementwise_chain_plan_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
 
+#include "loop_node_scope.hpp"
 #include "step_gemm_scope.hpp"
 #include "values.hpp"
 
@@ -522,6 +523,7 @@ TEST(ScanCapture, FoldedRulesGiveTheRecordedGradients) {
 
 // The op names `c`'s captured scan recorded: before the loop, its steps, the outputs stacked.
 std::vector<std::string> step_ops(const CellCase& c) {
+  const testing::LoopNodeScope per_op(false);  // the steps' own nodes
   Tape tape;
   const CellInputs in = make_inputs(tape, c);
   const std::uint32_t before = tape.size();
@@ -862,6 +864,7 @@ TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
       if (m.name == op) return m.bytes;
     return std::size_t{0};
   };
+  const testing::LoopNodeScope per_op(false);  // the steps' own nodes (the one-node loop: below)
   MemoryReport reports[2];
   for (const Capture capture : {Capture::off, Capture::required}) {
     Tape tape;
@@ -1087,6 +1090,125 @@ TEST(ScanCapture, EveryFaceCaptures) {
                                         {tape.constant(zeros({2}, f64))}, {xs}, {.capture = Capture::required});
   EXPECT_EQ(tape.memory_report().regions.back().step, "captured");
   EXPECT_TRUE(testing::same_bytes(onnx.final_states[0].value(), carry.first.value()));
+}
+
+// ---- a captured loop as one node (ops/scan/captured_loop_detail.hpp) ---------------------
+
+// A cell's run with the loop as one node or replayed a node per op and step, and what the
+// memory report says of its steps.
+struct NodeRun {
+  CellRun run;
+  std::string step;
+  std::size_t held_bytes = 0, nodes = 0;
+  std::string report;
+};
+NodeRun run_loop(const CellCase& c, bool one_node, ScanOptions extra = {}) {
+  const testing::LoopNodeScope scope(one_node);
+  Tape tape;
+  const CellInputs in = make_inputs(tape, c);
+  const ScanResult r = scan_cell(c, in, Capture::required, std::move(extra));
+  const MemoryReport report = tape.memory_report();
+  Var loss = tape.constant(scalar(0.0, f64));
+  for (const Var& out : r.outputs) loss = loss + sum(out * out * out);
+  NodeRun got{{loss.value(), {}, {}, r.capture}, report.regions.at(0).step, report.held_bytes,
+              report.regions.at(0).nodes, report.to_string()};
+  for (const Var& out : r.outputs) got.run.outputs.push_back(out.value());
+  tape.backward(loss);
+  for (const Var& p : in.params) got.run.grads.push_back(p.grad());
+  for (const Var& s : in.states) got.run.grads.push_back(s.grad());
+  got.run.grads.push_back(in.xs.grad());
+  return got;
+}
+
+void expect_same_bits(const CellRun& got, const CellRun& want, const std::string& what) {
+  EXPECT_TRUE(testing::same_bytes(got.loss, want.loss)) << what << " loss";
+  ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
+  for (std::size_t j = 0; j < got.outputs.size(); ++j)
+    EXPECT_TRUE(testing::same_bytes(got.outputs[j], want.outputs[j])) << what << " output " << j;
+  ASSERT_EQ(got.grads.size(), want.grads.size()) << what;
+  for (std::size_t k = 0; k < got.grads.size(); ++k)
+    EXPECT_TRUE(testing::same_bytes(got.grads[k], want.grads[k])) << what << " gradient " << k;
+}
+
+// Every cell, fused or not: the loop as one node gives the per-op replay's values and
+// gradients to the bit (the same ops in the same order, each gradient share added where and
+// when the tape adds it), in one node on the tape, holding no more.
+TEST(ScanCapture, ALoopAsOneNodeEqualsThePerOpReplayToTheBit) {
+  for (const bool fuse : {false, true}) {
+    const FusingChains fusing(fuse);
+    for (const CellCase& c : cells()) {
+      const std::string what = c.name + (fuse ? " fused" : "");
+      const NodeRun one = run_loop(c, true), per_op = run_loop(c, false);
+      EXPECT_EQ(one.step, "captured, one node") << what;
+      EXPECT_EQ(per_op.step, "captured") << what;
+      // The work before the loop, then one node (and one per further output) instead of a
+      // node per op at every step.
+      EXPECT_LT(one.nodes + 2 * kT, per_op.nodes) << what;
+      EXPECT_LE(one.held_bytes, per_op.held_bytes)
+          << what << "\none node:\n" << one.report << "\nper op:\n" << per_op.report;
+      expect_same_bits(one.run, per_op.run, what);
+      expect_same(one.run, unrolled(c), what + " against a plain loop");
+    }
+  }
+}
+
+// Where the loop cannot run as one node it replays its program a node per op and step, as
+// before: truncated gradients, lengths, a checkpoint policy, blocks of pushed-out work.
+TEST(ScanCapture, ALoopRunsAsOneNodeOnlyWhereItCan) {
+  const CellCase c = cells()[0];
+  EXPECT_EQ(run_loop(c, true).step, "captured, one node");
+  EXPECT_EQ(run_loop(c, true, {.truncate_gradient = 3}).step, "captured");
+  EXPECT_EQ(run_loop(c, true, {.checkpoint = Checkpoint::every_k(2)}).step, "captured");
+  EXPECT_EQ(run_loop(c, true, {.lengths = SequenceLengths{7, 3, 5}}).step, "captured");
+  scan_engine::detail::set_rewrite_switches({.pushed_rows = kB * 2});  // blocks of two steps
+  const NodeRun blocks = run_loop(c, true);
+  scan_engine::detail::set_rewrite_switches({});
+  EXPECT_EQ(blocks.step, "captured");
+  expect_same_bits(run_loop(c, true, {.truncate_gradient = 3}).run, run_loop(c, false, {.truncate_gradient = 3}).run,
+                   "truncated");
+}
+
+// A weight read by two loops and by the loss: each loop hands its steps' shares of the
+// weight's gradient over one by one (GradSink::add), so the sum has the per-op replay's order.
+TEST(ScanCapture, ALoopAsOneNodeAddsEachStepsShareInTheTapesOrder) {
+  Tensor grads[2];
+  for (const bool one_node : {true, false}) {
+    const testing::LoopNodeScope scope(one_node);
+    Tape tape;
+    const Var w = tape.variable(init(3, {kH})), u = tape.variable(init(4, {kH, kH}));
+    const Var xs = tape.variable(init(5, {kT, kB, kH}, 1.0));
+    auto step = [&](S a) -> StepResult { return {tanh(a[0] * w + matmul(a[1], u) * w)}; };
+    Var loss = sum(w * w);
+    for (int layer = 0; layer < 2; ++layer) {
+      const ScanResult r = scan(step, {.sequences = {xs}, .outputs_info = {Var(zeros({kB, kH}, f64))},
+                                       .capture = Capture::required});
+      loss = loss + sum(r[0] * r[0] * r[0]);
+    }
+    tape.backward(loss);
+    grads[one_node] = w.grad();
+  }
+  EXPECT_TRUE(testing::same_bytes(grads[1], grads[0]));
+}
+
+// Gradients of gradients through the loop as one node (its backward records the steps' ops
+// and differentiates them) equal the per-op replay's; a loop input that also takes gradient
+// from other nodes gets the loop's shares summed first, so they agree to rounding.
+TEST(ScanCapture, ALoopAsOneNodeHasGradientsOfGradients) {
+  for (const CellCase& c : cells()) {
+    Tensor second[2];
+    for (const bool one_node : {true, false}) {
+      const testing::LoopNodeScope scope(one_node);
+      Tape tape;
+      const CellInputs in = make_inputs(tape, c);
+      const ScanResult r = scan_cell(c, in, Capture::required);
+      Var loss = tape.constant(scalar(0.0, f64));
+      for (const Var& out : r.outputs) loss = loss + sum(out * out * out);
+      const Var g = grad(loss, in.params[1], {.create_graph = true});
+      second[one_node] = grad(sum(g * g), in.params[0]).value();
+    }
+    EXPECT_LE(relative_error(second[1], second[0]), kGradientTolerance) << c.name;
+    EXPECT_GT(relative_error(second[1], zeros(second[1].shape(), f64)), 1e-6) << c.name << ": a gradient reached";
+  }
 }
 
 }  // namespace

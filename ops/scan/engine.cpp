@@ -11,6 +11,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/join.hpp>
+#include <recur/ops/scan/captured_loop_detail.hpp>
 #include <recur/ops/scan/engine_plan_detail.hpp>
 #include <recur/ops/scan/lengths_mask_detail.hpp>
 #include <recur/ops/scan/memory_policy_detail.hpp>
@@ -71,6 +72,7 @@ class Run final : private detail::LoopState {
     if (trial.capture.captured)  // the trial's iterations are gone: a new policy from the new base
       policy = detail::choose_policy(tape_, base_, p_.checkpoint, steps_, recording);
     drop_unread_ = trial.capture.captured && recording && policy->full_tape();
+    if (std::optional<ScanRun> run = run_as_one_node(*policy, trial.capture)) return std::move(*run);
     std::int64_t t = trial.kept;
     for (; !trial.stopped && t < steps_; ++t) {
       iteration_begin.push_back(tape_.size());
@@ -97,14 +99,58 @@ class Run final : private detail::LoopState {
     }
     ScanRun run = finish(t, policy->releases());
     run.capture = trial.capture;
-    // What Tape::memory_report() says about this run: its nodes, steps, policy and path.
     if (recording)
-      TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face),
-                                               .steps = t,
-                                               .policy = policy->text(),
-                                               .step = trial.capture.captured ? "captured"
-                                                                              : "recorded: " + trial.capture.reason},
-                                      .begin = scope_.begin, .end = tape_.size()});
+      note_region(t, *policy, trial.capture.captured ? "captured" : "recorded: " + trial.capture.reason);
+    return run;
+  }
+
+  // What Tape::memory_report() says about this run: its nodes, steps, policy and path.
+  void note_region(std::int64_t steps, const detail::MemoryPolicy& policy, std::string step) {
+    TapeAccess::note_region(tape_, {.info = {.name = std::string(p_.face),
+                                             .steps = steps,
+                                             .policy = policy.text(),
+                                             .step = std::move(step)},
+                                    .begin = scope_.begin, .end = tape_.size()});
+  }
+
+  // A captured loop on a full tape recorded as one node (captured_loop_detail.hpp) where
+  // it can be: gradients recorded, no lengths, no truncation, its pushed-out work in one
+  // block, every fed-back output read at tap -1 only, and stacked outputs on axis 0 in
+  // step order. Else nullopt, and the loop replays the program step by step.
+  std::optional<ScanRun> run_as_one_node(const detail::MemoryPolicy& policy, const StepCapture& capture) {
+    if (!replay_ || !grad_enabled() || !policy.full_tape() || mask_ || p_.truncate_gradient >= 0 ||
+        pushed_.steps > 0 || !detail::loop_node_switch())
+      return std::nullopt;
+    // The outputs the step returns beyond outputs_info (JAX's ys), as the first step's check adds them.
+    if (p_.infer_extra_outputs) add_extra_outputs(program_->outputs.size());
+    if (outs_.size() != program_->outputs.size()) return std::nullopt;
+    detail::LoopSpec spec;
+    spec.steps = steps_;
+    std::size_t arg = 0;
+    for (const auto& s : seqs_)
+      for (std::size_t k = 0; k < s.spec->taps.size(); ++k, ++arg) {
+        if (args_read_[arg]) return std::nullopt;  // the step still reads the element
+        spec.args.push_back({});
+      }
+    for (std::size_t j = 0; j < outs_.size(); ++j) {
+      const OutputPlan& o = outs_[j];
+      if (o.spec->keep == Keep::all && (o.spec->stack_axis != 0 || o.spec->reverse_stack)) return std::nullopt;
+      spec.outputs.push_back({program_->outputs[j], o.spec->keep == Keep::all});
+      if (!o.fed_back) continue;
+      if (o.spec->taps != std::vector<std::int64_t>{-1} || o.spec->initial_has_tap_axis) return std::nullopt;
+      spec.args.push_back({detail::LoopArg::Kind::carried, static_cast<std::uint32_t>(spec.carries.size()), {}});
+      spec.carries.push_back({program_->outputs[j], o.history.back()});
+      ++arg;
+    }
+    for (const Var& v : p_.non_sequences) spec.args.push_back({detail::LoopArg::Kind::invariant, 0, v});
+    if (!detail::loop_refusal(*program_, spec).empty()) return std::nullopt;
+    ScanRun run;
+    run.outputs = detail::record_loop(tape_, *program_, spec);
+    run.steps = steps_;
+    run.updates = updates_;
+    run.capture = capture;
+    replay_->drop_unread_before(before_steps_, base_);  // the input products' buffers, as the steps' replay does
+    note_region(steps_, policy, "captured, one node");
     return run;
   }
 
@@ -455,13 +501,17 @@ class Run final : private detail::LoopState {
     last_[j] = latest;
   }
 
+  // Outputs beyond outputs_info up to n (inferred from what the step returns: JAX's ys).
+  void add_extra_outputs(std::size_t n) {
+    while (outs_.size() < n) {
+      const std::size_t i = outs_.size() - p_.outputs.size();
+      const OutputSpec* spec = i < p_.extra_output_specs.size() ? &p_.extra_output_specs[i] : &p_.extra_outputs;
+      outs_.push_back({spec, false, {}, {}, DType::float32, {}, {}});
+    }
+  }
+
   void check_result(const StepResult& r, std::int64_t t) {
-    if (t == 0 && p_.infer_extra_outputs)
-      while (outs_.size() < r.outputs.size()) {
-        const std::size_t i = outs_.size() - p_.outputs.size();
-        const OutputSpec* spec = i < p_.extra_output_specs.size() ? &p_.extra_output_specs[i] : &p_.extra_outputs;
-        outs_.push_back({spec, false, {}, {}, DType::float32, {}, {}});
-      }
+    if (t == 0 && p_.infer_extra_outputs) add_extra_outputs(r.outputs.size());
     if (r.outputs.size() != outs_.size())
       fail<ValueError>(p_.face, "the step function returned ", r.outputs.size(), " outputs at iteration ", t,
                        "; outputs_info describes ", outs_.size());

@@ -227,6 +227,18 @@ Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vec
   return record_copy(tape, op, std::span<const std::uint32_t>(ids.data(), ids.size()), takes_gradient);
 }
 
+std::vector<Var> record_program_op_outputs(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
+                                           bool takes_gradient) {
+  boost::container::small_vector<std::uint32_t, 4> ids;
+  for (const Var& v : inputs) ids.push_back(v.id());
+  std::vector<Tensor> more;
+  const std::span<const std::uint32_t> input_ids(ids.data(), ids.size());
+  std::vector<Var> out{record_copy(tape, op, input_ids, takes_gradient, &more)};
+  for (std::size_t m = 0; m < more.size(); ++m)
+    out.push_back(TapeAccess::push_output(tape, std::move(more[m]), out[0].id(), m + 1));
+  return out;
+}
+
 StepReplay::StepReplay(Tape& tape, const StepProgram& program, const PushedBlocks& blocks)
     : tape_(tape), program_(program), blocks_(blocks) {
   for (const Tensor& t : program.literals) literals_.push_back(tape.constant(t));

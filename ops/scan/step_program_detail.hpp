@@ -120,6 +120,9 @@ std::vector<std::uint8_t> arguments_read(const StepProgram& program, std::size_t
 // `op` run on `inputs` and recorded as the step recorded it (a gradient when an input needs one).
 Var record_program_op(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
                       bool takes_gradient = true);
+// The same for an op of several outputs: every output, its main first.
+std::vector<Var> record_program_op_outputs(Tape& tape, const recur::detail::OpBox& op, const std::vector<Var>& inputs,
+                                           bool takes_gradient = true);
 
 // The values one step of a program produces, recorded on the tape: its outputs, returned
 // updates and the updates it made inside (handed to `scope` as a step's draws are).

@@ -1,0 +1,68 @@
+#pragma once
+// Internal to the scan engine: a captured loop recorded as one tape node
+// (captured_loop.cpp) instead of a node per op and step. Its forward runs the rewritten
+// step's ops step after step on tensors; its backward runs their rules in reverse, step
+// after step, inside the one node. What that saves against a node per op: recording each
+// op, the tape's reverse loop visiting each, and the per-step output nodes the loop stacks.
+// Values and gradients equal the per-op replay's bit for bit: the same ops run in the same
+// order, and each share of gradient is added where and when the tape would add it (an
+// input's shares through GradSink::add, step by step).
+// Under create_graph the node's backward records the step's ops step by step and
+// differentiates them, so gradients of gradients work as for the per-op replay; there an
+// input of the loop that also takes gradient from other nodes (another loop, a term of the
+// loss) gets the loop's shares summed first, then added to the others: the last bits of its
+// second-order gradient may differ from the per-op replay's.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <recur/autodiff/var.hpp>
+#include <recur/ops/scan/step_program_detail.hpp>
+
+namespace recur::scan_engine::detail {
+
+// What the step's argument i is to the loop.
+struct LoopArg {
+  enum class Kind : std::uint8_t { unread, carried, invariant };
+  Kind kind = Kind::unread;
+  std::uint32_t carry = 0;  // carried: which carried value (LoopSpec::carries)
+  Var value;                // invariant: the value at every step
+};
+
+// A loop as one node: the step's arguments, the values the steps carry (the value a step
+// returns that the next reads, from an initial value), and what the loop returns per scan
+// output (every step's value of a step result, stacked on a new axis 0, or the last one).
+struct LoopSpec {
+  std::vector<LoopArg> args;
+  struct Carry {
+    ValueRef result;  // the step's value the next step reads (a local value)
+    Var initial;
+  };
+  std::vector<Carry> carries;
+  struct Output {
+    ValueRef result;  // a local value
+    bool stacked = true;
+  };
+  std::vector<Output> outputs;
+  std::int64_t steps = 0;
+};
+
+// Why `program` cannot run as one node with `spec` (its args, carries and outputs filled
+// in), or an empty string when it can: every value it reads is an argument, an op's
+// output, a value recorded before the loop, a constant or a row of one (no Shared, no
+// update, no random stream), and every op can be copied.
+std::string loop_refusal(const StepProgram& program, const LoopSpec& spec);
+
+// Records the loop as one node on `tape` and returns one Var per LoopSpec::outputs. A row
+// reference (ValueRef::Kind::row) reads row t of its node at step t: the loop's pushed-out
+// work is one block.
+std::vector<Var> record_loop(Tape& tape, const StepProgram& program, const LoopSpec& spec);
+
+// Whether captured loops run as one node where they can (on by default; tests and the bench
+// switch it off to compare with the per-op replay). For the whole process.
+void set_loop_node_switch(bool on);
+bool loop_node_switch();
+
+}  // namespace recur::scan_engine::detail
