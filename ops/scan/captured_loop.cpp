@@ -14,6 +14,7 @@
 #include <recur/core/elementwise.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/indexing.hpp>
+#include <recur/ops/indexing_detail.hpp>
 #include <recur/ops/join.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
@@ -72,18 +73,6 @@ KeptValues kept_values(const LoopWiring& w, std::span<const recur::detail::OpBox
   for (std::size_t r = 0; r < w.row_source.size(); ++r)
     if (kept.values[w.n_op_values + r]) kept.inputs[w.row_source[r]] = 1;
   return kept;
-}
-
-// dst = src, or dst += src, elementwise (rows of one shape and dtype, dst contiguous).
-void copy_into(Tensor& dst, const Tensor& src) {
-  std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
-}
-void add_into(Tensor& dst, const Tensor& src) {
-  dispatch_floating("scan_captured_loop", dst.dtype(), [&]<class T>() {
-    T* d = dst.data<T>();
-    const T* x = src.data<T>();
-    for (std::int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += x[i];
-  });
 }
 
 void add_grad(Tensor& acc, Tensor g) {
@@ -175,7 +164,7 @@ struct CapturedLoop {
           outs[o] = Tensor::empty(all, v.dtype());
         }
         Tensor row = outs[o][t];
-        copy_into(row, v);
+        std::memcpy(row.raw_data(), v.raw_data(), row.nbytes());
         v = std::move(row);
       }
       if (t == 0) kept = kept_values(wr, std::span<const recur::detail::OpBox>(ops.data(), n_ops));
@@ -210,8 +199,7 @@ struct CapturedLoop {
     std::uint64_t pass() const override { return outer_->pass(); }
     Tensor& dense(std::size_t input) override {
       const LoopWiring::In& s = inputs_[input];
-      if (s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t_ == 0))
-        return outer_->dense(s.index);
+      if (is_node_input(s)) return outer_->dense(s.index);
       Tensor& acc = s.kind == LoopWiring::In::Kind::value ? grads_[s.index] : carried_[s.index];
       const Tensor& x = *values_[input];
       if (!acc.defined()) acc = zeros(x.shape(), x.dtype());
@@ -220,19 +208,22 @@ struct CapturedLoop {
     }
     void add(std::size_t input, Tensor g) override {
       const LoopWiring::In& s = inputs_[input];
-      if (s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t_ == 0))
-        outer_->add(s.index, std::move(g));
+      if (is_node_input(s)) outer_->add(s.index, std::move(g));
       else add_grad(s.kind == LoopWiring::In::Kind::value ? grads_[s.index] : carried_[s.index], std::move(g));
     }
     Tensor& dense_rows(std::size_t input, std::int64_t begin, std::int64_t end, bool& fresh) override {
       const LoopWiring::In& s = inputs_[input];
-      if (s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t_ == 0))
-        return outer_->dense_rows(s.index, begin, end, fresh);
+      if (is_node_input(s)) return outer_->dense_rows(s.index, begin, end, fresh);
       fresh = false;
       return dense(input);
     }
 
    private:
+    // An input of the node (its gradient is the tape's), not a value of the steps: a
+    // loop-invariant one, or a carry's initial value at step 0.
+    bool is_node_input(const LoopWiring::In& s) const {
+      return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t_ == 0);
+    }
     recur::detail::GradSink* outer_;
     const std::vector<LoopWiring::In>& inputs_;
     std::int64_t t_;
@@ -265,7 +256,6 @@ struct CapturedLoop {
     for (std::size_t o = 1; o < wr.outputs.size(); ++o)
       out_grads.push_back(o - 1 < a.more_grads.size() ? &a.more_grads[o - 1] : nullptr);
     const auto G = std::span<const Tensor* const>(out_grads.data(), out_grads.size());
-    Grads<Tensor> result(a.inputs.size());
     std::vector<Tensor> g(n), carried(wr.carry_result.size());
     std::vector<const Tensor*> in_values;
     for (std::size_t i = 0; i < a.inputs.size(); ++i) in_values.push_back(&a.inputs[i]);
@@ -343,13 +333,12 @@ struct CapturedLoop {
         if (!gr.defined() || !a.needs[source]) continue;
         bool fresh = false;
         Tensor& acc = a.sink->dense_rows(source, t, t + 1, fresh);
-        Tensor row = acc[t];
-        if (fresh) copy_into(row, gr);
-        else add_into(row, gr);
+        const recur::detail::AxisBlocks rows(acc.shape(), 0);
+        recur::detail::scatter_add_rows_into(acc, gr, rows, 1, [t](std::int64_t) { return t; }, fresh);
         gr = Tensor();
       }
     }
-    return result;
+    return Grads<Tensor>(a.inputs.size());  // every share went to the tape through a.sink
   }
 
   // create_graph: the steps recorded op by op on aliases of the inputs and differentiated
@@ -543,17 +532,11 @@ std::atomic<bool> loop_node_on{[] {
 void set_loop_node_switch(bool on) { loop_node_on.store(on, std::memory_order_relaxed); }
 bool loop_node_switch() { return loop_node_on.load(std::memory_order_relaxed); }
 
-std::string loop_refusal(const StepProgram& program, const LoopSpec& spec) {
-  LoopWiring w;
-  std::vector<ValueRef> externals;
-  return Wirer(program, spec)(w, &externals);
-}
-
-std::vector<Var> record_loop(Tape& tape, const StepProgram& program, const LoopSpec& spec) {
+std::optional<std::vector<Var>> record_loop(Tape& tape, const StepProgram& program, const LoopSpec& spec) {
   auto w = std::make_shared<LoopWiring>();
   std::vector<ValueRef> externals;
   Wirer wirer(program, spec);
-  if (std::string why = wirer(*w, &externals); !why.empty()) fail<ValueError>("scan", "captured loop: ", why);
+  if (!wirer(*w, &externals).empty()) return std::nullopt;
   std::vector<Var> inputs;
   for (const LoopSpec::Carry& c : spec.carries) inputs.push_back(c.initial);
   for (const ValueRef& r : externals) {

@@ -14,6 +14,7 @@
 // second-order gradient may differ from the per-op replay's.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,16 +50,13 @@ struct LoopSpec {
   std::int64_t steps = 0;
 };
 
-// Why `program` cannot run as one node with `spec` (its args, carries and outputs filled
-// in), or an empty string when it can: every value it reads is an argument, an op's
+// Records the loop as one node on `tape` and returns one Var per LoopSpec::outputs, where
+// `program` can run as one node with `spec`: every value it reads is an argument, an op's
 // output, a value recorded before the loop, a constant or a row of one (no Shared, no
-// update, no random stream), and every op can be copied.
-std::string loop_refusal(const StepProgram& program, const LoopSpec& spec);
-
-// Records the loop as one node on `tape` and returns one Var per LoopSpec::outputs. A row
-// reference (ValueRef::Kind::row) reads row t of its node at step t: the loop's pushed-out
-// work is one block.
-std::vector<Var> record_loop(Tape& tape, const StepProgram& program, const LoopSpec& spec);
+// update, no random stream), and every op can be copied. Else nullopt, recording nothing.
+// A row reference (ValueRef::Kind::row) reads row t of its node at step t: the loop's
+// pushed-out work is one block.
+std::optional<std::vector<Var>> record_loop(Tape& tape, const StepProgram& program, const LoopSpec& spec);
 
 // Whether captured loops run as one node where they can (on by default; tests and the bench
 // switch it off to compare with the per-op replay). For the whole process.

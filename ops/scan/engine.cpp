@@ -143,9 +143,10 @@ class Run final : private detail::LoopState {
       ++arg;
     }
     for (const Var& v : p_.non_sequences) spec.args.push_back({detail::LoopArg::Kind::invariant, 0, v});
-    if (!detail::loop_refusal(*program_, spec).empty()) return std::nullopt;
+    std::optional<std::vector<Var>> outputs = detail::record_loop(tape_, *program_, spec);
+    if (!outputs) return std::nullopt;
     ScanRun run;
-    run.outputs = detail::record_loop(tape_, *program_, spec);
+    run.outputs = std::move(*outputs);
     run.steps = steps_;
     run.updates = updates_;
     run.capture = capture;
