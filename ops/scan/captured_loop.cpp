@@ -85,9 +85,11 @@ struct CapturedLoop {
   std::shared_ptr<const LoopWiring> w;
   std::int64_t steps = 0;
   // What the forward made for backward: every step's copy of each op (ops keep what their
-  // rules read) and the values a rule reads, [steps, n_values].
+  // rules read) and the values a rule reads, [steps, n_values] (undefined where no rule reads
+  // the value: its shape-only stand-in, the same at every step, is in `shapes`).
   mutable std::vector<recur::detail::OpBox> ops;
   mutable std::vector<Tensor> values;
+  mutable std::vector<Tensor> shapes;
   mutable std::vector<Tensor> more;
   mutable KeptValues kept;  // from the first step's copies of the ops, once they ran
 
@@ -167,15 +169,18 @@ struct CapturedLoop {
         std::memcpy(row.raw_data(), v.raw_data(), row.nbytes());
         v = std::move(row);
       }
-      if (t == 0) kept = kept_values(wr, std::span<const recur::detail::OpBox>(ops.data(), n_ops));
+      if (t == 0) {
+        kept = kept_values(wr, std::span<const recur::detail::OpBox>(ops.data(), n_ops));
+        // A value no rule reads keeps its shape and dtype only (rules may read those), as a
+        // dropped node value does: one stand-in for every step.
+        shapes.assign(n, Tensor());
+        for (std::size_t v = 0; v < n; ++v)
+          if (!kept.values[v] && now[v].defined()) shapes[v] = Tensor(nullptr, 0, now[v].shape(), now[v].dtype());
+      }
       for (std::size_t c = 0; c < prev.size(); ++c) prev[c] = now[wr.carry_result[c]];
-      // A value no rule reads keeps its shape and dtype only (rules may read those), as a
-      // dropped node value does.
       for (std::size_t v = 0; v < n; ++v) {
-        Tensor& held = values[static_cast<std::size_t>(t) * n + v];
-        if (kept.values[v]) held = std::move(now[v]);
-        else if (now[v].defined()) held = Tensor(nullptr, 0, now[v].shape(), now[v].dtype());
-        now[v] = Tensor();
+        if (kept.values[v]) values[static_cast<std::size_t>(t) * n + v] = std::move(now[v]);  // leaves now[v] empty
+        else if (now[v].defined()) now[v] = Tensor();  // its buffer back to the pool for the next step
       }
     }
     more.assign(outs.begin() + 1, outs.end());
@@ -262,16 +267,21 @@ struct CapturedLoop {
     boost::container::small_vector<const Tensor*, 8> at;
     boost::container::small_vector<std::uint8_t, 8> needs;
     std::vector<Tensor> more_g;
-    std::vector<Tensor> now(n);  // step t's values (kept ones; the others are not read)
-    std::vector<Tensor> prev(wr.carry_result.size());
+    // Step t's values: the kept ones, the others' shape-only stand-ins; and the carries' values of step t - 1.
+    std::vector<const Tensor*> now(n), prev(wr.carry_result.size());
+    auto value_at = [&](std::size_t step, std::size_t v) {
+      const Tensor& held = values[step * n + v];
+      return held.defined() ? &held : &shapes[v];
+    };
     for (std::int64_t t = steps - 1; t >= 0; --t) {
-      const std::size_t base = static_cast<std::size_t>(t) * n;
-      for (std::size_t v = 0; v < n; ++v) now[v] = values[base + v];
-      for (std::size_t c = 0; c < prev.size(); ++c)
-        prev[c] = t > 0 ? values[base - n + wr.carry_result[c]] : Tensor();
+      const auto step = static_cast<std::size_t>(t);
+      for (std::size_t v = 0; v < n; ++v) now[v] = value_at(step, v);
+      for (std::size_t c = 0; c < prev.size(); ++c) prev[c] = t > 0 ? value_at(step - 1, wr.carry_result[c]) : nullptr;
       // This step's results: what reached them from outside (a stacked output's row first:
-      // the stack's node comes after every step), then from the next step's reads.
-      for (std::size_t v = 0; v < n; ++v) g[v] = Tensor();
+      // the stack's node comes after every step), then from the next step's reads. (Every
+      // gradient of step t + 1 was moved on, which leaves it undefined.)
+      for (std::size_t v = 0; v < n; ++v)
+        if (g[v].defined()) g[v] = Tensor();
       for (const LoopWiring::Out& out : wr.outputs) g[out.result] = outside(out.result, t, G);
       for (std::size_t c = 0; c < carried.size(); ++c) {
         const std::size_t r = wr.carry_result[c];
@@ -292,14 +302,13 @@ struct CapturedLoop {
             any = true;
           }
         if (!any) continue;
-        const Tensor gk = g[v0].defined() ? std::move(g[v0]) : zeros(now[v0].shape(), now[v0].dtype());
-        g[v0] = Tensor();
+        const Tensor gk = g[v0].defined() ? std::move(g[v0]) : zeros(now[v0]->shape(), now[v0]->dtype());
         at.clear();
         needs.clear();
         for (const LoopWiring::In& s : wr.inputs[k]) {
           switch (s.kind) {
             case LoopWiring::In::Kind::value:
-              at.push_back(&now[s.index]);
+              at.push_back(now[s.index]);
               needs.push_back(takes[s.index]);
               break;
             case LoopWiring::In::Kind::external:
@@ -307,7 +316,7 @@ struct CapturedLoop {
               needs.push_back(a.needs[s.index]);
               break;
             case LoopWiring::In::Kind::carried:
-              at.push_back(t == 0 ? in_values[s.index] : &prev[s.index]);
+              at.push_back(t == 0 ? in_values[s.index] : prev[s.index]);
               needs.push_back(t == 0 ? a.needs[s.index] : wr.grad_later[wr.carry_result[s.index]]);
               break;
           }
@@ -315,7 +324,7 @@ struct CapturedLoop {
         StepSink sink(a.sink, wr.inputs[k], t, std::span<const Tensor* const>(at.data(), at.size()), g, carried);
         const recur::detail::OpBox& op = ops[static_cast<std::size_t>(t) * n_ops + k];
         Grads<Tensor> gs = op.backward(BackwardArgs<Tensor>{
-            gk, InputList<Tensor>(at.data(), at.size()), now[v0],
+            gk, InputList<Tensor>(at.data(), at.size()), *now[v0],
             std::span<const std::uint8_t>(needs.data(), needs.size()), &sink,
             std::span<const Tensor>(more_g.data(), more_g.size())});
         for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
