@@ -117,16 +117,17 @@ struct CapturedLoop {
     return held;
   }
 
-  // Step t's input list of op k: `now` the step's values, `prev` the carries' values.
-  template <class Ptrs>
-  void inputs_of(std::size_t k, std::int64_t t, std::span<const Tensor> in, const std::vector<Tensor>& now,
-                 const std::vector<Tensor>& prev, Ptrs& at) const {
+  // Step t's input list of op k: `in` the node's inputs, value(v) the step's value v,
+  // carried(c) carry c's value made by step t - 1.
+  template <class Value, class Carried, class Ptrs>
+  void inputs_of(std::size_t k, std::int64_t t, std::span<const Tensor* const> in, Value&& value, Carried&& carried,
+                 Ptrs& at) const {
     at.clear();
     for (const LoopWiring::In& s : w->inputs[k]) {
       switch (s.kind) {
-        case LoopWiring::In::Kind::value: at.push_back(&now[s.index]); break;
-        case LoopWiring::In::Kind::external: at.push_back(&in[s.index]); break;
-        case LoopWiring::In::Kind::carried: at.push_back(t == 0 ? &in[s.index] : &prev[s.index]); break;
+        case LoopWiring::In::Kind::value: at.push_back(value(s.index)); break;
+        case LoopWiring::In::Kind::external: at.push_back(in[s.index]); break;
+        case LoopWiring::In::Kind::carried: at.push_back(t == 0 ? in[s.index] : carried(s.index)); break;
       }
     }
   }
@@ -140,10 +141,14 @@ struct CapturedLoop {
     std::vector<Tensor> now(n), prev(wr.carry_result.size());
     std::vector<Tensor> outs(wr.outputs.size());
     boost::container::small_vector<const Tensor*, 8> at;
+    std::vector<const Tensor*> in_values;
+    for (const Tensor& x : in) in_values.push_back(&x);
+    auto value = [&](std::size_t v) { return &now[v]; };
+    auto carried = [&](std::size_t c) { return &prev[c]; };
     for (std::int64_t t = 0; t < steps; ++t) {
       for (std::size_t r = 0; r < wr.row_source.size(); ++r) now[wr.n_op_values + r] = in[wr.row_source[r]][t];
       for (std::size_t k = 0; k < n_ops; ++k) {
-        inputs_of(k, t, in, now, prev, at);
+        inputs_of(k, t, in_values, value, carried, at);
         recur::detail::OpBox op = wr.ops[k].clone();
         now[wr.first[k]] = op.replay(InputList<Tensor>(at.data(), at.size()));
         if (wr.n_out[k] > 1) {
@@ -303,23 +308,12 @@ struct CapturedLoop {
           }
         if (!any) continue;
         const Tensor gk = g[v0].defined() ? std::move(g[v0]) : zeros(now[v0]->shape(), now[v0]->dtype());
-        at.clear();
+        inputs_of(k, t, in_values, [&](std::size_t v) { return now[v]; }, [&](std::size_t c) { return prev[c]; }, at);
         needs.clear();
         for (const LoopWiring::In& s : wr.inputs[k]) {
-          switch (s.kind) {
-            case LoopWiring::In::Kind::value:
-              at.push_back(now[s.index]);
-              needs.push_back(takes[s.index]);
-              break;
-            case LoopWiring::In::Kind::external:
-              at.push_back(in_values[s.index]);
-              needs.push_back(a.needs[s.index]);
-              break;
-            case LoopWiring::In::Kind::carried:
-              at.push_back(t == 0 ? in_values[s.index] : prev[s.index]);
-              needs.push_back(t == 0 ? a.needs[s.index] : wr.grad_later[wr.carry_result[s.index]]);
-              break;
-          }
+          if (s.kind == LoopWiring::In::Kind::value) needs.push_back(takes[s.index]);
+          else if (s.kind == LoopWiring::In::Kind::external || t == 0) needs.push_back(a.needs[s.index]);
+          else needs.push_back(wr.grad_later[wr.carry_result[s.index]]);
         }
         StepSink sink(a.sink, wr.inputs[k], t, std::span<const Tensor* const>(at.data(), at.size()), g, carried);
         const recur::detail::OpBox& op = ops[static_cast<std::size_t>(t) * n_ops + k];
