@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
+#include <recur/core/small_vector.hpp>
 
 namespace recur {
 

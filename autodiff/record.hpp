@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
+#include <recur/core/small_vector.hpp>
 
 #include <recur/autodiff/no_grad.hpp>
 #include <recur/autodiff/tape_access.hpp>

@@ -7,13 +7,13 @@
 #include <string>
 #include <string_view>
 
-#include <recur/core/small_vector.hpp>
+#include <recur/core/dims.hpp>
 
 namespace recur {
 
-// Most tensors have rank <= 4; larger ranks spill to the heap.
-using Shape = boost::container::small_vector<std::int64_t, 4>;
-using Axes = boost::container::small_vector<std::int64_t, 4>;
+// Sizes per axis, and lists of axes (Dims: rank <= 4 inline, larger ranks on the heap).
+using Shape = Dims;
+using Axes = Dims;
 
 namespace detail {
 [[noreturn]] void fail_numel(std::string_view op, const Shape& s);
