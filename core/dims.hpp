@@ -8,9 +8,12 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <new>
+#include <type_traits>
 
 namespace recur {
 
@@ -116,6 +119,13 @@ class Dims {
         *this = std::move(fresh);
         return;
       }
+      if constexpr (std::contiguous_iterator<It> && std::is_same_v<std::iter_value_t<It>, std::int64_t>) {
+        if (n <= kInline) {  // a range inside this list moves down or stays
+          copy_few(std::to_address(first), n, data());
+          size_ = static_cast<std::uint32_t>(n);
+          return;
+        }
+      }
       std::copy(first, last, data());  // a range inside this list moves down or stays
       size_ = static_cast<std::uint32_t>(n);
     } else {
@@ -153,17 +163,30 @@ class Dims {
   }
 
   friend bool operator==(const Dims& a, const Dims& b) noexcept {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    const std::int64_t *x = a.data(), *y = b.data();
+    for (std::uint32_t i = 0; i < a.size_; ++i)  // a few sizes: no call to memcmp
+      if (x[i] != y[i]) return false;
+    return true;
   }
   friend std::strong_ordering operator<=>(const Dims& a, const Dims& b) noexcept {
     return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
   }
 
  private:
+  // n <= kInline sizes, first to last (so a range of this list may move down onto itself),
+  // without a call to memmove with a length it would test.
+  static void copy_few(const std::int64_t* from, size_type n, std::int64_t* to) noexcept {
+    if (n > 0) to[0] = from[0];
+    if (n > 1) to[1] = from[1];
+    if (n > 2) to[2] = from[2];
+    if (n > 3) to[3] = from[3];
+  }
   // An inline list is copied whole (a fixed size: no length to test); only its first size_ count.
+  // (Another object: memcpy, which the compiler inlines, where copy_n would call memmove.)
   void copy_from(const Dims& other) {
     if (!other.heap_ && !heap_) {
-      std::copy_n(other.inline_, kInline, inline_);
+      std::memcpy(inline_, other.inline_, sizeof inline_);
       size_ = other.size_;
       return;
     }
@@ -178,7 +201,7 @@ class Dims {
       other.heap_ = nullptr;
       other.capacity_ = 0;
     } else {
-      std::copy_n(other.inline_, kInline, inline_);
+      std::memcpy(inline_, other.inline_, sizeof inline_);
     }
     size_ = other.size_;
     other.size_ = 0;
