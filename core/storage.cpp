@@ -1,5 +1,6 @@
 #include <recur/core/storage.hpp>
 
+#include <bit>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -14,11 +15,8 @@ constexpr std::size_t kHeader = 64;  // Storage header, padded so data stays 64-
 constexpr int kClasses = 48;         // size classes 64 B << k
 constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;  // per thread
 
-int size_class_for(std::size_t bytes) {
-  int k = 0;
-  while ((std::size_t{64} << k) < bytes) ++k;
-  return k;
-}
+// The smallest k with 64 << k >= bytes (bytes >= 1): the bit length of (bytes - 1) / 64.
+int size_class_for(std::size_t bytes) { return static_cast<int>(std::bit_width((bytes - 1) >> 6)); }
 
 // Free blocks of one thread, one list per size class. A block freed on another thread
 // joins that thread's pool: memory may migrate, but never leaks or is shared.

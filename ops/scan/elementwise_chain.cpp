@@ -13,6 +13,7 @@
 #include <recur/ops/indexing.hpp>
 #include <recur/ops/scan/elementwise_chain_backward_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_compiled_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_plan_detail.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
 
@@ -108,49 +109,81 @@ struct ElementwiseChain {
     return forward_list(InputList<Tensor>(at.data(), at.size()));
   }
   // forward on the inputs as a captured step replays them (the tape's values, not copied).
+  // A chain whose elements fit one block runs its compiled calls (ChainLayout::forward_calls),
+  // others the interpreter (ChainBlocks), the same kernels in the same order.
   Tensor forward_list(const InputList<Tensor>& inputs) const {
     const ChainProgram& p = *program;
-    const std::int64_t total = numel(p.shape);
     boost::container::small_vector<Tensor, 4> outs;
     dispatch_floating(name, inputs[0].dtype(), [&]<class T>() {
       std::shared_ptr<const chain::ChainLayout> layout_held;
-      ChainBlocks<T> blocks(p, chain::layout_of(p, inputs, layout_held), inputs);
+      const chain::ChainLayout& layout = chain::layout_of(p, inputs, layout_held);
       for (std::size_t o = 0; o < p.outputs.size(); ++o) outs.push_back(Tensor::empty(p.shape, inputs[0].dtype()));
-      // Each tile's values of a block in its own part of the scratch.
-      const std::int64_t tiles = blocks.tiles(), per_tile = static_cast<std::int64_t>(p.code.size()) * blocks.block();
-      T* const values = scratch<T>(0, static_cast<std::size_t>(tiles * per_tile));
-      auto value = [&](std::int64_t tile, std::size_t k) {
-        return values + tile * per_tile + static_cast<std::int64_t>(k) * blocks.block();
-      };
-      if (grad_enabled()) {
+      const bool keep = grad_enabled();
+      boost::container::small_vector<T*, 32> rows;  // where backward reads each value (nullptr: nowhere)
+      if (keep) {
         outputs.assign(outs.begin(), outs.end());
         const auto n_inner = static_cast<std::int64_t>(p.kept.size());
-        inner = n_inner > 0 ? Tensor::empty({n_inner, total}, inputs[0].dtype()) : Tensor();
-        const auto rows = value_rows<T>();
-        // Per tile, where each value of its block goes (made before the tiles: a helper must not allocate).
-        const std::size_t n_code = p.code.size();
-        boost::container::small_vector<T*, 64> where_all(static_cast<std::size_t>(tiles) * n_code);
-        blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
-          T** const where = where_all.data() + static_cast<std::size_t>(tile) * n_code;
-          for (std::size_t k = 0; k < n_code; ++k) where[k] = rows[k] ? rows[k] + begin : value(tile, k);
-          blocks.run(begin, n, [where](std::size_t k) { return where[k]; });
-        });
-        for (std::size_t o = 0; o < p.outputs.size(); ++o)
-          if (o == 0 || !p.outputs_read[o]) outputs[o] = Tensor();  // the first: backward reads the node's
-        saved = true;
-        return;
+        inner = n_inner > 0 ? Tensor::empty({n_inner, layout.total}, inputs[0].dtype()) : Tensor();
+        rows = value_rows<T>();
+      } else {
+        drop_saved();
+        rows.assign(p.code.size(), nullptr);
       }
-      drop_saved();
-      blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
-        blocks.run(begin, n, [&](std::size_t k) { return value(tile, k); });
-        for (std::size_t o = 0; o < p.outputs.size(); ++o)
-          std::copy_n(value(tile, p.outputs[o]), n, outs[o].template data<T>() + begin);
-      });
+      const std::span<T* const> where(rows.data(), rows.size());
+      if (layout.forward_calls && chain::compiled_chains())
+        run_compiled<T>(*layout.forward_calls, layout, inputs, where, outs);
+      else
+        run_interpreted<T>(layout, inputs, where, outs);
+      if (!keep) return;
+      for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (o == 0 || !p.outputs_read[o]) outputs[o] = Tensor();  // the first: backward reads the node's
+      saved = true;
     });
     more.assign(outs.begin() + 1, outs.end());
     return outs[0];
   }
   std::vector<Tensor> more_outputs() const { return std::move(more); }
+
+  // Each value into rows[k] where it is not nullptr, else into a block's scratch; the outputs
+  // that are not in place (no gradients) copied from the scratch into `outs`.
+  template <class T>
+  void run_interpreted(const chain::ChainLayout& layout, const InputList<Tensor>& inputs, std::span<T* const> rows,
+                       boost::container::small_vector<Tensor, 4>& outs) const {
+    const ChainProgram& p = *program;
+    ChainBlocks<T> blocks(p, layout, inputs);
+    // Each tile's values of a block in its own part of the scratch.
+    const std::int64_t tiles = blocks.tiles(), per_tile = static_cast<std::int64_t>(p.code.size()) * blocks.block();
+    T* const values = scratch<T>(0, static_cast<std::size_t>(tiles * per_tile));
+    // Per tile, where each value of its block goes (made before the tiles: a helper must not allocate).
+    const std::size_t n_code = p.code.size();
+    boost::container::small_vector<T*, 64> where_all(static_cast<std::size_t>(tiles) * n_code);
+    blocks.each_block_in_tiles(tiles, [&](std::int64_t tile, std::int64_t, std::int64_t begin, std::int64_t n) {
+      T** const where = where_all.data() + static_cast<std::size_t>(tile) * n_code;
+      for (std::size_t k = 0; k < n_code; ++k)
+        where[k] = rows[k] ? rows[k] + begin : values + tile * per_tile + static_cast<std::int64_t>(k) * blocks.block();
+      blocks.run(begin, n, [where](std::size_t k) { return where[k]; });
+      for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (!rows[p.outputs[o]]) std::copy_n(where[p.outputs[o]], n, outs[o].template data<T>() + begin);
+    });
+  }
+
+  // The same by the compiled calls over the one block.
+  template <class T>
+  void run_compiled(const chain::CompiledForward& f, const chain::ChainLayout& layout, const InputList<Tensor>& inputs,
+                    std::span<T* const> rows, boost::container::small_vector<Tensor, 4>& outs) const {
+    const ChainProgram& p = *program;
+    const std::int64_t block = layout.block;
+    T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(block));
+    boost::container::small_vector<T*, 48> bases(f.bases.size, nullptr);
+    for (std::size_t i = 0; i < inputs.size(); ++i) bases[f.bases.inputs + i] = const_cast<T*>(inputs[i].data<T>());
+    if (layout.copies > 0) bases[f.bases.copies] = scratch<T>(2, layout.copies * static_cast<std::size_t>(block));
+    for (std::size_t k = 0; k < p.code.size(); ++k)
+      bases[f.bases.values + k] = rows[k] ? rows[k] : values + static_cast<std::int64_t>(k) * block;
+    chain::run_calls<T>(f.calls, bases.data());
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+      if (!rows[p.outputs[o]])
+        std::copy_n(bases[f.bases.values + p.outputs[o]], layout.total, outs[o].template data<T>());
+  }
 
   template <class V>
   Grads<V> backward(const BackwardArgs<V>& a) const {

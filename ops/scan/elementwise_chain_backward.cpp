@@ -5,6 +5,7 @@
 
 #include <recur/core/creation.hpp>
 #include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_compiled_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_passes_detail.hpp>
 
 namespace recur::scan_engine::detail::chain {
@@ -15,14 +16,47 @@ namespace recur::scan_engine::detail::chain {
 // input's gradient is written once per block. A broadcast input's gradient sums every
 // block's rows: each block sums its own into a partial of its own, and the partials are added
 // in block order after the last, so the bits do not depend on which thread ran which block.
+namespace {
+
+// The backward of a chain whose elements fit one block, by its compiled calls (made once per
+// set of passes and kept in the layout): the interpreter's below, over the one block.
+template <class T>
+void run_compiled(const ChainProgram& p, const ChainLayout& layout, const ChainPasses& plan,
+                  const InputList<Tensor>& inputs, std::span<const T* const> values, const InputList<Tensor>& out_grads,
+                  Grads<Tensor>& grads, T* partial_sums) {
+  std::shared_ptr<const CompiledBackward> held;
+  const CompiledBackward& f = layout.backward_calls.get(
+      [&](const CompiledBackward& c) { return c.needs == plan.needs && c.defined == plan.defined; },
+      [&] { return std::make_shared<const CompiledBackward>(compile_backward(p, layout, plan)); }, held);
+  const BackwardBases& b = f.bases;
+  const std::size_t n_code = p.code.size();
+  const auto block = static_cast<std::size_t>(layout.block);
+  boost::container::small_vector<T*, 64> bases(b.size, nullptr);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) bases[b.inputs + i] = const_cast<T*>(inputs[i].data<T>());  // else unread: dropped
+    if (grads[i].defined()) bases[b.grads + i] = grads[i].data<T>();
+  }
+  T* const remade = p.recomputed.empty() ? nullptr : scratch<T>(0, p.recomputed.size() * block);
+  for (std::size_t k = 0; k < n_code; ++k) bases[b.values + k] = const_cast<T*>(values[k]);
+  for (std::size_t r = 0; r < p.recomputed.size(); ++r)  // read where made again unless kept (as the interpreter)
+    if (!values[p.recomputed[r]]) bases[b.values + p.recomputed[r]] = remade + r * block;
+  bases[b.remade] = remade;
+  for (std::size_t o = 0; o < p.outputs.size(); ++o)
+    if (out_grads[o].defined()) bases[b.out_grads + o] = const_cast<T*>(out_grads[o].data<T>());
+  bases[b.registers] = scratch<T>(1, (n_code + p.slots.size()) * block);
+  if (layout.copies_read > 0) bases[b.copies] = scratch<T>(2, layout.copies_read * block);
+  bases[b.partials] = partial_sums;
+  run_calls<T>(f.calls, bases.data());
+}
+
+}  // namespace
+
 template <class T>
 Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
                        const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {
   using Rule = recur::detail::ChainGrad;
   std::shared_ptr<const ChainLayout> layout_held;
   const ChainLayout& layout = layout_of(p, inputs, layout_held);
-  const ChainBlocks<T> blocks(p, layout, inputs, /*backward=*/true);
-  const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::size_t n_code = p.code.size(), n_slots = p.slots.size(), n_regs = n_code + n_slots;
   Grads<Tensor> grads(inputs.size());
   const auto& writes = layout.writes;
@@ -33,13 +67,24 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   // Per input whose slots sum rows of several blocks into the same elements (a broadcast
   // input, a row of columns read again in every row), its partials: one of its size per
   // block, zeroed (ChainLayout::partial_at).
-  const std::int64_t n_blocks = blocks.blocks();
+  const std::int64_t n_blocks = layout.block > 0 ? (layout.total + layout.block - 1) / layout.block : 0;
   const auto& partial_at = layout.partial_at;
   const std::int64_t partial_size = layout.partial_size;
   // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
   T* const partial_sums =
       partial_size > 0 ? scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks)) : nullptr;
   if (partial_sums) std::fill_n(partial_sums, partial_size * n_blocks, T(0));
+  // What each block's passes are (elementwise_chain_passes_detail.hpp).
+  Flags defined(p.outputs.size(), 0);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
+  std::shared_ptr<const ChainPasses> plan_held;
+  const ChainPasses& plan = passes_of(p, layout, needs, defined, plan_held);
+  if (layout.forward_calls && compiled_chains()) {
+    run_compiled<T>(p, layout, plan, inputs, values, out_grads, grads, partial_sums);
+    return grads;
+  }
+  const ChainBlocks<T> blocks(p, layout, inputs, /*backward=*/true);
+  const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::int64_t tiles = blocks.tiles();
   const std::size_t regs_per_tile = n_regs * static_cast<std::size_t>(block);
   const std::size_t remade_per_tile = p.recomputed.size() * static_cast<std::size_t>(block);
@@ -47,11 +92,6 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   // The values made again for each block (ChainProgram::recomputed), in the forward's scratch.
   T* const remade_all =
       remade_per_tile > 0 ? scratch<T>(0, static_cast<std::size_t>(tiles) * remade_per_tile) : nullptr;
-  // What each block's passes are (elementwise_chain_passes_detail.hpp).
-  Flags defined(p.outputs.size(), 0);
-  for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
-  std::shared_ptr<const ChainPasses> plan_held;
-  const ChainPasses& plan = passes_of(p, layout, needs, defined, plan_held);
   // Per register, where a block finds it, worked out once per call: r < n_code, value r's
   // gradient (an output's gradient as given, only read; else in a tile's scratch); else slot
   // r - n_code's, this block's elements of its input's gradient where the slot alone writes

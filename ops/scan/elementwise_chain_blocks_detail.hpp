@@ -31,6 +31,24 @@ inline T* scratch(std::size_t slot, std::size_t n) {
   return b.data();
 }
 
+// out = code(a, b) for len elements (b unread by one-operand codes).
+template <class T>
+void run_code(const nn::detail::KernelTable<T>& kernels, ChainCode code, const T* a, const T* b, T* out,
+              std::int64_t len) {
+  using recur::detail::ChainArith;
+  switch (code) {
+    case ChainCode::add: kernels.chain_arith_row(ChainArith::add, a, b, out, len); break;
+    case ChainCode::sub: kernels.chain_arith_row(ChainArith::sub, a, b, out, len); break;
+    case ChainCode::mul: kernels.chain_arith_row(ChainArith::mul, a, b, out, len); break;
+    case ChainCode::div: kernels.chain_arith_row(ChainArith::div, a, b, out, len); break;
+    case ChainCode::neg: for (std::int64_t i = 0; i < len; ++i) out[i] = -a[i]; break;
+    case ChainCode::tanh: recur::detail::tanh_values(a, out, len); break;
+    case ChainCode::sigmoid: recur::detail::sigmoid_values(a, out, len); break;
+    case ChainCode::exp: for (std::int64_t i = 0; i < len; ++i) out[i] = std::exp(a[i]); break;
+    case ChainCode::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] <= 0 ? T(0) : a[i]; break;
+  }
+}
+
 // Elements of a block as a chain reads or writes them: contiguous from p (stride 0), or rows
 // of the chain's width, `stride` elements apart (a slot of columns of a wider input).
 template <class U>
@@ -140,22 +158,8 @@ class ChainBlocks {
     const ChainInstruction& in = p_.code[k];
     const Run<const T> ra = operand(in.a, begin, values);
     const Run<const T> rb = unary(in.code) ? Run<const T>{} : operand(in.b, begin, values);
-    using recur::detail::ChainArith;
     each_run(n, (ra.stride | rb.stride) != 0, [&](std::int64_t row, std::int64_t len) {
-      const T* a = at(ra, row);
-      const T* b = at(rb, row);
-      T* const out = y + row * width_;
-      switch (in.code) {
-        case ChainCode::add: kernels_.chain_arith_row(ChainArith::add, a, b, out, len); break;
-        case ChainCode::sub: kernels_.chain_arith_row(ChainArith::sub, a, b, out, len); break;
-        case ChainCode::mul: kernels_.chain_arith_row(ChainArith::mul, a, b, out, len); break;
-        case ChainCode::div: kernels_.chain_arith_row(ChainArith::div, a, b, out, len); break;
-        case ChainCode::neg: for (std::int64_t i = 0; i < len; ++i) out[i] = -a[i]; break;
-        case ChainCode::tanh: recur::detail::tanh_values(a, out, len); break;
-        case ChainCode::sigmoid: recur::detail::sigmoid_values(a, out, len); break;
-        case ChainCode::exp: for (std::int64_t i = 0; i < len; ++i) out[i] = std::exp(a[i]); break;
-        case ChainCode::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] <= 0 ? T(0) : a[i]; break;
-      }
+      run_code(kernels_, in.code, at(ra, row), at(rb, row), y + row * width_, len);
     });
   }
 

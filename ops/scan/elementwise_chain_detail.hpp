@@ -20,6 +20,7 @@
 
 #include <recur/autodiff/op_box.hpp>
 #include <recur/core/shape.hpp>
+#include <recur/core/small_vector.hpp>
 
 namespace recur::scan_engine::detail {
 namespace chain {
@@ -58,6 +59,9 @@ class KeptPerKey {
   mutable std::vector<std::shared_ptr<const V>> kept_;
   mutable std::atomic<const V*> last_{nullptr};
 };
+
+// Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
+using Flags = boost::container::small_vector<std::uint8_t, 64>;
 
 // What the chain can fuse, by op name: add, sub, mul, div, neg, tanh, sigmoid, exp, relu.
 enum class ChainCode : std::uint8_t { add, sub, mul, div, neg, tanh, sigmoid, exp, relu };

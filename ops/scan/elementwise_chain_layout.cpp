@@ -34,8 +34,9 @@ void find_writes(const ChainProgram& p, const InputList<Tensor>& inputs, ChainLa
   }
 }
 
-ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) {
-  ChainLayout l;
+std::shared_ptr<const ChainLayout> make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) {
+  auto made = std::make_shared<ChainLayout>();
+  ChainLayout& l = *made;
   for (std::size_t i = 0; i < inputs.size(); ++i) l.shapes.push_back(inputs[i].shape());
   l.total = numel(p.shape);
   l.width = p.shape.empty() ? 1 : p.shape.back();
@@ -67,7 +68,8 @@ ChainLayout make_layout(const ChainProgram& p, const InputList<Tensor>& inputs) 
     l.partial_at[in] = l.partial_size;
     l.partial_size += inputs[in].numel();
   }
-  return l;
+  if (compilable(p, l)) l.forward_calls = compile_forward(p, l);
+  return made;
 }
 
 bool made_for(const ChainLayout& l, const InputList<Tensor>& inputs) {
@@ -82,7 +84,7 @@ bool made_for(const ChainLayout& l, const InputList<Tensor>& inputs) {
 const ChainLayout& layout_of(const ChainProgram& p, const InputList<Tensor>& inputs,
                              std::shared_ptr<const ChainLayout>& hold) {
   return p.layouts.get([&](const ChainLayout& l) { return made_for(l, inputs); },
-                       [&] { return std::make_shared<const ChainLayout>(make_layout(p, inputs)); }, hold);
+                       [&] { return make_layout(p, inputs); }, hold);
 }
 
 }  // namespace recur::scan_engine::detail::chain

@@ -6,15 +6,14 @@
 // the first call and kept in the program (ChainProgram::layouts).
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <recur/autodiff/op_box.hpp>
 #include <recur/core/small_vector.hpp>
+#include <recur/ops/scan/elementwise_chain_compiled_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_detail.hpp>
 
 namespace recur::scan_engine::detail::chain {
-
-// Per slot, input or instruction flags: a chain runs at every step, kept off the heap.
-using Flags = boost::container::small_vector<std::uint8_t, 64>;
 
 // How an input's gradient is written by its slots.
 enum class Writes : std::uint8_t {
@@ -39,6 +38,10 @@ struct ChainLayout {
   // partials start in a block's partial sums, of partial_size; -1 for the others.
   boost::container::small_vector<std::int64_t, 8> partial_at;
   std::int64_t partial_size = 0;
+  // Where the elements fit one block (compiles): the forward's calls, made with the layout,
+  // and the backward's per set of passes, made at the first backward with them.
+  std::optional<CompiledForward> forward_calls;
+  KeptPerKey<CompiledBackward> backward_calls;
 };
 
 // A slot of columns of an input with one row, read again in every row of a chain of more
