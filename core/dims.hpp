@@ -107,11 +107,13 @@ class Dims {
     size_ = 0;
     resize(n, value);
   }
+  // The range may be part of this list (a shape's tail assigned to itself): it then starts at
+  // or after data(), and copying front to back moves it down safely.
   template <std::input_iterator It>
   void assign(It first, It last) {
     if constexpr (std::forward_iterator<It>) {
       const auto n = static_cast<size_type>(std::distance(first, last));
-      if (n > capacity()) {  // nothing of ours to keep: the range may not alias a list of int64 we own
+      if (n > capacity()) {  // more than this list holds, so no part of it: built apart, then moved in
         Dims fresh;
         fresh.grow_to(n);
         std::copy(first, last, fresh.data());
@@ -120,13 +122,13 @@ class Dims {
         return;
       }
       if constexpr (std::contiguous_iterator<It> && std::is_same_v<std::iter_value_t<It>, std::int64_t>) {
-        if (n <= kInline) {  // a range inside this list moves down or stays
+        if (n <= kInline) {
           copy_few(std::to_address(first), n, data());
           size_ = static_cast<std::uint32_t>(n);
           return;
         }
       }
-      std::copy(first, last, data());  // a range inside this list moves down or stays
+      std::copy(first, last, data());
       size_ = static_cast<std::uint32_t>(n);
     } else {
       size_ = 0;

@@ -75,6 +75,12 @@ KeptValues kept_values(const LoopWiring& w, std::span<const recur::detail::OpBox
   return kept;
 }
 
+// Whether `s` at step t reads one of the node's inputs (whose gradient is the tape's), not a
+// value of the steps: a loop-invariant input, or a carry's initial value at step 0.
+bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {
+  return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t == 0);
+}
+
 void add_grad(Tensor& acc, Tensor g) {
   if (!acc.defined()) acc = std::move(g);  // the first share: taken, as the tape does
   else accumulate_into(acc, g);
@@ -229,11 +235,7 @@ struct CapturedLoop {
     }
 
    private:
-    // An input of the node (its gradient is the tape's), not a value of the steps: a
-    // loop-invariant one, or a carry's initial value at step 0.
-    bool is_node_input(const LoopWiring::In& s) const {
-      return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t_ == 0);
-    }
+    bool is_node_input(const LoopWiring::In& s) const { return reads_node_input(s, t_); }
     recur::detail::GradSink* outer_;
     const std::vector<LoopWiring::In>& inputs_;
     std::int64_t t_;
@@ -312,7 +314,7 @@ struct CapturedLoop {
         needs.clear();
         for (const LoopWiring::In& s : wr.inputs[k]) {
           if (s.kind == LoopWiring::In::Kind::value) needs.push_back(takes[s.index]);
-          else if (s.kind == LoopWiring::In::Kind::external || t == 0) needs.push_back(a.needs[s.index]);
+          else if (reads_node_input(s, t)) needs.push_back(a.needs[s.index]);
           else needs.push_back(wr.grad_later[wr.carry_result[s.index]]);
         }
         StepSink sink(a.sink, wr.inputs[k], t, std::span<const Tensor* const>(at.data(), at.size()), g, carried);
@@ -325,7 +327,7 @@ struct CapturedLoop {
           if (!needs[j] || !gs[j].defined()) continue;
           const LoopWiring::In& s = wr.inputs[k][j];
           if (s.kind == LoopWiring::In::Kind::value) add_grad(g[s.index], std::move(gs[j]));
-          else if (s.kind == LoopWiring::In::Kind::external || t == 0) a.sink->add(s.index, std::move(gs[j]));
+          else if (reads_node_input(s, t)) a.sink->add(s.index, std::move(gs[j]));
           else add_grad(carried[s.index], std::move(gs[j]));
         }
       }
@@ -361,7 +363,7 @@ struct CapturedLoop {
           std::vector<Var> args;
           for (const LoopWiring::In& s : wr.inputs[k]) {
             if (s.kind == LoopWiring::In::Kind::value) args.push_back(now[s.index]);
-            else if (s.kind == LoopWiring::In::Kind::external || t == 0) args.push_back(in[s.index]);
+            else if (reads_node_input(s, t)) args.push_back(in[s.index]);
             else args.push_back(prev[s.index]);
           }
           const std::vector<Var> outs =
