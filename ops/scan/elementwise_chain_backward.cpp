@@ -9,13 +9,6 @@
 #include <recur/ops/scan/elementwise_chain_passes_detail.hpp>
 
 namespace recur::scan_engine::detail::chain {
-
-// The chain's backward on values: its rules per element, block by block, reading the
-// values forward kept (values[k]: instruction k's, every element). Gradient registers per
-// value and per input live in scratch, a set per tile (ChainBlocks::each_block_in_tiles); an
-// input's gradient is written once per block. A broadcast input's gradient sums every
-// block's rows: each block sums its own into a partial of its own, and the partials are added
-// in block order after the last, so the bits do not depend on which thread ran which block.
 namespace {
 
 // The backward of a chain whose elements fit one block, by its compiled calls (made once per
@@ -51,6 +44,12 @@ void run_compiled(const ChainProgram& p, const ChainLayout& layout, const ChainP
 
 }  // namespace
 
+// The chain's backward on values: its rules per element, block by block, reading the
+// values forward kept (values[k]: instruction k's, every element). Gradient registers per
+// value and per input live in scratch, a set per tile (ChainBlocks::each_block_in_tiles); an
+// input's gradient is written once per block. A broadcast input's gradient sums every
+// block's rows: each block sums its own into a partial of its own, and the partials are added
+// in block order after the last, so the bits do not depend on which thread ran which block.
 template <class T>
 Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, std::span<const T* const> values,
                        const InputList<Tensor>& out_grads, std::span<const std::uint8_t> needs) {

@@ -58,23 +58,34 @@ class Compiler {
     }
     for (std::int64_t row = 0; row < n_ / width_; ++row) f(row, width_);
   }
-  // Slot j's block-sized copy (a repeated slot, ChainBlocks' constructor) into copy `c`.
-  void copy_slot(std::size_t j, std::size_t inputs, std::size_t copies, std::size_t c, std::vector<CompiledCall>& out) {
-    const ChainSlot& slot = p_.slots[j];
-    CompiledCall call = call_of(Kind::tile);
-    call.a = {base(inputs + slot.input), slot.column >= 0 ? slot.column : 0};
-    call.out = {base(copies), static_cast<std::int64_t>(c) * l_.block};
-    call.period = slot.column >= 0 ? width_ : numel(l_.shapes[slot.input]);
-    call.len = l_.block;
-    out.push_back(call);
-  }
-  // Slot j as the block reads it (ChainBlocks::operand), `copy_of[j]` its copy where repeated.
-  RunAt slot_at(std::size_t j, std::size_t inputs, std::size_t copies, std::span<const std::int32_t> copy_of) const {
-    const ChainSlot& slot = p_.slots[j];
-    if (l_.strided[j]) return {{base(inputs + slot.input), slot.column}, l_.row_stride[j]};
-    if (!l_.repeated[j]) return {{base(inputs + slot.input), 0}};
-    if (copy_of[j] < 0) return {};
-    return {{base(copies), copy_of[j] * l_.block}};
+  // Where the block reads each slot (ChainBlocks' constructor and ChainBlocks::operand): in
+  // place (whole, or its columns row by row), or as a block-sized copy of a repeated slot
+  // (a broadcast input, columns of one row), made by a call into base `copies`. With
+  // `backward`, only the slots the backward reads (ChainProgram::slots_read); the others
+  // are nowhere.
+  std::vector<RunAt> read_slots(std::size_t inputs, std::size_t copies, bool backward,
+                                std::vector<CompiledCall>& out) const {
+    std::vector<RunAt> at(p_.slots.size());
+    std::int64_t made = 0;
+    for (std::size_t j = 0; j < p_.slots.size(); ++j) {
+      if (backward && !p_.slots_read[j]) continue;
+      const ChainSlot& slot = p_.slots[j];
+      if (l_.strided[j]) {
+        at[j] = {{base(inputs + slot.input), slot.column}, l_.row_stride[j]};
+      } else if (!l_.repeated[j]) {
+        at[j] = {{base(inputs + slot.input), 0}};
+      } else {
+        CompiledCall call = call_of(Kind::tile);
+        call.a = {base(inputs + slot.input), slot.column >= 0 ? slot.column : 0};
+        call.out = {base(copies), made * l_.block};
+        call.period = slot.column >= 0 ? width_ : numel(l_.shapes[slot.input]);
+        call.len = l_.block;
+        out.push_back(call);
+        at[j] = {call.out};
+        ++made;
+      }
+    }
+    return at;
   }
   // Instruction k's value over the block into `y` (ChainBlocks::run_instruction), reading
   // values from base `values` on.
@@ -111,16 +122,7 @@ class ForwardCompiler : Compiler {
     b.values = b.inputs + l_.shapes.size();
     b.copies = b.values + p_.code.size();
     b.size = b.copies + 1;
-    std::vector<std::int32_t> copy_of(p_.slots.size(), -1);
-    std::vector<RunAt> slots(p_.slots.size());
-    std::int32_t copies = 0;
-    for (std::size_t j = 0; j < p_.slots.size(); ++j) {
-      if (l_.repeated[j]) {
-        copy_of[j] = copies;
-        copy_slot(j, b.inputs, b.copies, static_cast<std::size_t>(copies++), f.calls);
-      }
-      slots[j] = slot_at(j, b.inputs, b.copies, copy_of);
-    }
+    const std::vector<RunAt> slots = read_slots(b.inputs, b.copies, false, f.calls);
     for (std::size_t k = 0; k < p_.code.size(); ++k) instruction(k, b.values, slots, {base(b.values + k), 0}, f.calls);
     return f;
   }
@@ -148,18 +150,7 @@ class BackwardCompiler : Compiler {
     b.size = b.remade + 1;
     calls_ = &f.calls;
     bases_ = b;
-    // The slots it reads, copies made of the repeated ones (ChainBlocks with backward).
-    std::vector<std::int32_t> copy_of(n_slots, -1);
-    slots_.assign(n_slots, RunAt{});
-    std::int32_t copies = 0;
-    for (std::size_t j = 0; j < n_slots; ++j) {
-      if (!p_.slots_read[j]) continue;
-      if (l_.repeated[j]) {
-        copy_of[j] = copies;
-        copy_slot(j, b.inputs, b.copies, static_cast<std::size_t>(copies++), f.calls);
-      }
-      slots_[j] = slot_at(j, b.inputs, b.copies, copy_of);
-    }
+    slots_ = read_slots(b.inputs, b.copies, true, f.calls);
     // The registers: a given output's gradient, a slot's gradient in place, else the scratch.
     const std::int64_t block = l_.block;
     registers_.assign(n_code + n_slots, RunAt{});

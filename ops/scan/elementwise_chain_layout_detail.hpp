@@ -38,8 +38,9 @@ struct ChainLayout {
   // partials start in a block's partial sums, of partial_size; -1 for the others.
   boost::container::small_vector<std::int64_t, 8> partial_at;
   std::int64_t partial_size = 0;
-  // Where the elements fit one block (compiles): the forward's calls, made with the layout,
-  // and the backward's per set of passes, made at the first backward with them.
+  // Where the chain compiles on these shapes (compilable: its elements fit one block): the
+  // forward's calls, made with the layout, and the backward's per set of passes, made at the
+  // first backward with them.
   std::optional<CompiledForward> forward_calls;
   KeptPerKey<CompiledBackward> backward_calls;
 };
