@@ -19,13 +19,20 @@ Tensor add_tensors(std::string_view op, const Tensor& a, const Tensor& b) {
   return dispatch(a.dtype(), [&]<class T>() { return binary_map<T>(op, a, b, [](T x, T y) { return x + y; }); });
 }
 
+namespace {
+// Whether `into`'s buffer can take a sum of `other`'s shape in place: nobody else holds it.
+bool takes_sum_in_place(const Tensor& into, const Tensor& other) {
+  return into.shape() == other.shape() && into.dtype() == other.dtype() && into.storage()->unique() &&
+         into.storage() != other.storage();
+}
+}  // namespace
+
 void accumulate_into(Tensor& acc, const Tensor& g) {
   if (!acc.defined()) {
     acc = g;
     return;
   }
-  if (acc.shape() == g.shape() && acc.dtype() == g.dtype() && acc.storage()->unique() &&
-      acc.storage() != g.storage()) {
+  if (takes_sum_in_place(acc, g)) {
     dispatch(acc.dtype(), [&]<class T>() {
       T* x = acc.data<T>();
       const T* y = g.data<T>();
@@ -34,6 +41,21 @@ void accumulate_into(Tensor& acc, const Tensor& g) {
     return;
   }
   acc = add_tensors("accumulate", acc, g);
+}
+
+void accumulate_into(Tensor& acc, Tensor&& g) {
+  if (!acc.defined()) {
+    acc = std::move(g);
+    return;
+  }
+  if (!g.defined() || takes_sum_in_place(acc, g) || !takes_sum_in_place(g, acc))
+    return accumulate_into(acc, static_cast<const Tensor&>(g));
+  dispatch(acc.dtype(), [&]<class T>() {
+    const T* x = acc.data<T>();
+    T* y = g.data<T>();
+    for (std::int64_t i = 0, n = g.numel(); i < n; ++i) y[i] = x[i] + y[i];  // acc + g, as add_tensors
+  });
+  acc = std::move(g);
 }
 
 }  // namespace recur

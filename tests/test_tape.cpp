@@ -5,6 +5,7 @@
 
 #include <recur/recur.hpp>
 #include <recur/autodiff/tape_access.hpp>
+#include <recur/core/elementwise.hpp>
 
 #include "values.hpp"
 
@@ -16,6 +17,40 @@ TEST(Tape, SameVarOnBothSidesAccumulates) {
   Var a = tape.variable(tensor({1.0, -2.0}, DType::float64));
   tape.backward(sum(a + a));
   EXPECT_TRUE(allclose(a.grad(), tensor({2.0, 2.0}, DType::float64)));
+}
+
+// A gradient given away takes the sum in its own buffer when the running sum's is held
+// elsewhere (a view of an output's gradient), and leaves that buffer alone; the sum is acc + g
+// as a fresh one would be. Where neither buffer is free, a fresh sum; where acc's is, acc's.
+TEST(Tape, AccumulatingAGivenGradientReusesItsBufferAndLeavesASharedOneAlone) {
+  const Tensor whole = tensor({{1.0, 2.0}, {3.0, 4.0}}, DType::float64);
+  Tensor acc = whole[1];  // shares whole's buffer
+  Tensor g = tensor({0.5, -8.0}, DType::float64);
+  const void* g_buffer = g.raw_data();
+  accumulate_into(acc, std::move(g));
+  EXPECT_EQ(acc.raw_data(), g_buffer);
+  EXPECT_EQ(acc.data<double>()[0], 3.5);
+  EXPECT_EQ(acc.data<double>()[1], -4.0);
+  EXPECT_EQ(whole.data<double>()[2], 3.0);  // the shared row untouched
+  EXPECT_EQ(whole.data<double>()[3], 4.0);
+
+  Tensor held = tensor({1.0, 1.0}, DType::float64);
+  const Tensor other_holder = held;
+  Tensor shared_acc = whole[0];
+  accumulate_into(shared_acc, Tensor(held));  // g's buffer held twice too: a fresh sum
+  EXPECT_NE(shared_acc.raw_data(), held.raw_data());
+  EXPECT_NE(shared_acc.raw_data(), whole.raw_data());
+  EXPECT_EQ(shared_acc.data<double>()[0], 2.0);
+  EXPECT_EQ(held.data<double>()[0], 1.0);
+
+  Tensor own = tensor({1.0, 2.0}, DType::float64);
+  const void* own_buffer = own.raw_data();
+  accumulate_into(own, tensor({10.0, 20.0}, DType::float64));  // acc's own buffer takes it
+  EXPECT_EQ(own.raw_data(), own_buffer);
+  EXPECT_EQ(own.data<double>()[1], 22.0);
+
+  Tensor wide = whole[0];
+  EXPECT_THROW(accumulate_into(wide, tensor({1.0f, 2.0f}, DType::float32)), DTypeError);
 }
 
 TEST(Tape, SharedOnTwoBranchesAndTwoTapesAccumulates) {

@@ -83,7 +83,7 @@ bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {
 
 void add_grad(Tensor& acc, Tensor g) {
   if (!acc.defined()) acc = std::move(g);  // the first share: taken, as the tape does
-  else accumulate_into(acc, g);
+  else accumulate_into(acc, std::move(g));
 }
 
 struct CapturedLoop {
