@@ -91,10 +91,14 @@ struct CapturedLoop {
   std::shared_ptr<const LoopWiring> w;
   std::int64_t steps = 0;
   // What the forward made for backward: every step's copy of each op (ops keep what their
-  // rules read) and the values a rule reads, [steps, n_values] (undefined where no rule reads
-  // the value: its shape-only stand-in, the same at every step, is in `shapes`).
+  // rules read) and the values a rule reads, [steps, kept values] (a value's column is
+  // kept_at[v]; one no rule reads has -1, and its shape-only stand-in, the same at every
+  // step, is in `shapes`). Only kept values take room: a step's share of what backward reads
+  // again, cold, is smaller.
   mutable std::vector<recur::detail::OpBox> ops;
   mutable std::vector<Tensor> values;
+  mutable std::vector<std::int32_t> kept_at;
+  mutable std::size_t n_kept = 0;
   mutable std::vector<Tensor> shapes;
   mutable std::vector<Tensor> more;
   mutable KeptValues kept;  // from the first step's copies of the ops, once they ran
@@ -143,7 +147,7 @@ struct CapturedLoop {
     const std::size_t n_ops = wr.ops.size(), n = wr.n_values;
     ops.clear();
     ops.reserve(static_cast<std::size_t>(steps) * n_ops);
-    values.assign(static_cast<std::size_t>(steps) * n, Tensor());
+    values.clear();
     std::vector<Tensor> now(n), prev(wr.carry_result.size());
     std::vector<Tensor> outs(wr.outputs.size());
     boost::container::small_vector<const Tensor*, 8> at;
@@ -185,12 +189,18 @@ struct CapturedLoop {
         // A value no rule reads keeps its shape and dtype only (rules may read those), as a
         // dropped node value does: one stand-in for every step.
         shapes.assign(n, Tensor());
-        for (std::size_t v = 0; v < n; ++v)
-          if (!kept.values[v] && now[v].defined()) shapes[v] = Tensor(nullptr, 0, now[v].shape(), now[v].dtype());
+        kept_at.assign(n, -1);
+        n_kept = 0;
+        for (std::size_t v = 0; v < n; ++v) {
+          if (kept.values[v]) kept_at[v] = static_cast<std::int32_t>(n_kept++);
+          else if (now[v].defined()) shapes[v] = Tensor(nullptr, 0, now[v].shape(), now[v].dtype());
+        }
+        values.resize(static_cast<std::size_t>(steps) * n_kept);
       }
       for (std::size_t c = 0; c < prev.size(); ++c) prev[c] = now[wr.carry_result[c]];
       for (std::size_t v = 0; v < n; ++v) {
-        if (kept.values[v]) values[static_cast<std::size_t>(t) * n + v] = std::move(now[v]);  // leaves now[v] empty
+        if (kept_at[v] >= 0)  // moved: leaves now[v] empty
+          values[static_cast<std::size_t>(t) * n_kept + static_cast<std::size_t>(kept_at[v])] = std::move(now[v]);
         else if (now[v].defined()) now[v] = Tensor();  // its buffer back to the pool for the next step
       }
     }
@@ -276,8 +286,9 @@ struct CapturedLoop {
     std::vector<Tensor> more_g;
     // Step t's values: the kept ones, the others' shape-only stand-ins; and the carries' values of step t - 1.
     std::vector<const Tensor*> now(n), prev(wr.carry_result.size());
-    auto value_at = [&](std::size_t step, std::size_t v) {
-      const Tensor& held = values[step * n + v];
+    auto value_at = [&](std::size_t step, std::size_t v) -> const Tensor* {
+      if (kept_at[v] < 0) return &shapes[v];
+      const Tensor& held = values[step * n_kept + static_cast<std::size_t>(kept_at[v])];
       return held.defined() ? &held : &shapes[v];
     };
     for (std::int64_t t = steps - 1; t >= 0; --t) {

@@ -47,7 +47,9 @@ struct ElementwiseChain {
   // reads from its node (BackwardArgs::output), which a loop may point at its stacked copy:
   // a copy of its own would be held twice. And the outputs after the first, for more_outputs().
   mutable Tensor inner;
-  mutable boost::container::small_vector<Tensor, 4> outputs;  // no allocation at each step
+  // (Two inline, as many as a cell has (h and c): a copy of the op is made at every step, and
+  // its size is what a loop holds per step beside the values.)
+  mutable boost::container::small_vector<Tensor, 2> outputs;
   mutable std::vector<Tensor> more;
   mutable bool saved = false;
 
