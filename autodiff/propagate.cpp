@@ -28,10 +28,7 @@ struct AccumulateGrads {
 
 bool is_defined(const Tensor& t) { return t.defined(); }
 bool is_defined(const Var& v) { return v.defined(); }
-void accumulate(Tensor& acc, Tensor g) {
-  if (!acc.defined()) acc = std::move(g);  // a node's first gradient: taken, not copied
-  else accumulate_into(acc, std::move(g));
-}
+void accumulate(Tensor& acc, Tensor g) { accumulate_into(acc, std::move(g)); }  // a first gradient: taken
 void accumulate(Var& acc, Var g) { acc = acc.defined() ? record(AccumulateGrads{}, acc, g) : std::move(g); }
 template <class G>
 G from_tensor(Tape& tape, Tensor t);

@@ -25,37 +25,34 @@ bool takes_sum_in_place(const Tensor& into, const Tensor& other) {
   return into.shape() == other.shape() && into.dtype() == other.dtype() && into.storage()->unique() &&
          into.storage() != other.storage();
 }
-}  // namespace
 
-void accumulate_into(Tensor& acc, const Tensor& g) {
+// into[i] = a[i] + b[i], the operands in add_tensors' order (into is a or b).
+void write_sum(Tensor& into, const Tensor& a, const Tensor& b) {
+  dispatch(into.dtype(), [&]<class T>() {
+    const T* x = a.data<T>();
+    const T* y = b.data<T>();
+    T* out = into.data<T>();
+    for (std::int64_t i = 0, n = into.numel(); i < n; ++i) out[i] = x[i] + y[i];
+  });
+}
+
+// acc += g; `given` is g when the caller gives it away, so its buffer may take the sum.
+void accumulate(Tensor& acc, const Tensor& g, Tensor* given) {
   if (!acc.defined()) {
-    acc = g;
+    acc = given ? std::move(*given) : g;
     return;
   }
-  if (takes_sum_in_place(acc, g)) {
-    dispatch(acc.dtype(), [&]<class T>() {
-      T* x = acc.data<T>();
-      const T* y = g.data<T>();
-      for (std::int64_t i = 0, n = acc.numel(); i < n; ++i) x[i] += y[i];
-    });
+  if (takes_sum_in_place(acc, g)) return write_sum(acc, acc, g);
+  if (given && given->defined() && takes_sum_in_place(*given, acc)) {
+    write_sum(*given, acc, *given);
+    acc = std::move(*given);
     return;
   }
   acc = add_tensors("accumulate", acc, g);
 }
+}  // namespace
 
-void accumulate_into(Tensor& acc, Tensor&& g) {
-  if (!acc.defined()) {
-    acc = std::move(g);
-    return;
-  }
-  if (!g.defined() || takes_sum_in_place(acc, g) || !takes_sum_in_place(g, acc))
-    return accumulate_into(acc, static_cast<const Tensor&>(g));
-  dispatch(acc.dtype(), [&]<class T>() {
-    const T* x = acc.data<T>();
-    T* y = g.data<T>();
-    for (std::int64_t i = 0, n = g.numel(); i < n; ++i) y[i] = x[i] + y[i];  // acc + g, as add_tensors
-  });
-  acc = std::move(g);
-}
+void accumulate_into(Tensor& acc, const Tensor& g) { accumulate(acc, g, nullptr); }
+void accumulate_into(Tensor& acc, Tensor&& g) { accumulate(acc, g, &g); }
 
 }  // namespace recur

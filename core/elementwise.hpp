@@ -141,8 +141,9 @@ Tensor add_tensors(std::string_view op, const Tensor& a, const Tensor& b);
 // acc += g where acc's buffer may be reused: in place when nobody else holds it and the
 // shapes match, otherwise a fresh sum. Used to accumulate gradients.
 void accumulate_into(Tensor& acc, const Tensor& g);
-// The same for a g given away: where acc's buffer is held elsewhere (a view of an output's
-// gradient) and g's is not, the sum acc + g is written into g's buffer instead of a fresh one
-// (each element added in the same order: the same bits).
+// The same for a g given away: taken where acc is undefined (a first share), and where acc's
+// buffer is held elsewhere (a view of an output's gradient) and g's is not, the sum acc + g is
+// written into g's buffer instead of a fresh one (each element added in the same order: the
+// same bits).
 void accumulate_into(Tensor& acc, Tensor&& g);
 }  // namespace recur

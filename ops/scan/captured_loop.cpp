@@ -81,11 +81,6 @@ bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {
   return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t == 0);
 }
 
-void add_grad(Tensor& acc, Tensor g) {
-  if (!acc.defined()) acc = std::move(g);  // the first share: taken, as the tape does
-  else accumulate_into(acc, std::move(g));
-}
-
 struct CapturedLoop {
   static constexpr std::string_view name = "scan_captured_loop";
   std::shared_ptr<const LoopWiring> w;
@@ -235,7 +230,7 @@ struct CapturedLoop {
     void add(std::size_t input, Tensor g) override {
       const LoopWiring::In& s = inputs_[input];
       if (is_node_input(s)) outer_->add(s.index, std::move(g));
-      else add_grad(s.kind == LoopWiring::In::Kind::value ? grads_[s.index] : carried_[s.index], std::move(g));
+      else accumulate_into(s.kind == LoopWiring::In::Kind::value ? grads_[s.index] : carried_[s.index], std::move(g));
     }
     Tensor& dense_rows(std::size_t input, std::int64_t begin, std::int64_t end, bool& fresh) override {
       const LoopWiring::In& s = inputs_[input];
@@ -337,9 +332,9 @@ struct CapturedLoop {
         for (std::size_t j = 0; j < needs.size() && j < gs.size(); ++j) {
           if (!needs[j] || !gs[j].defined()) continue;
           const LoopWiring::In& s = wr.inputs[k][j];
-          if (s.kind == LoopWiring::In::Kind::value) add_grad(g[s.index], std::move(gs[j]));
+          if (s.kind == LoopWiring::In::Kind::value) accumulate_into(g[s.index], std::move(gs[j]));
           else if (reads_node_input(s, t)) a.sink->add(s.index, std::move(gs[j]));
-          else add_grad(carried[s.index], std::move(gs[j]));
+          else accumulate_into(carried[s.index], std::move(gs[j]));
         }
       }
       // The rows this step read: their gradients into their nodes' rows t (as x[t]'s rule does).
