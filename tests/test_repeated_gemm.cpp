@@ -60,6 +60,12 @@ struct Shape3 {
   std::int64_t m, n, k;
 };
 
+// The row strides of expect_product_right's A, B and C: wider than the rows.
+struct Strides {
+  std::int64_t lda, ldb, ldc;
+};
+Strides strides_of(Shape3 s, bool transposed) { return {s.k + 3, (transposed ? s.k : s.n) + 2, s.n + 5}; }
+
 // C = A op(B) + beta C0 with strides wider than the rows: by the product, and by a plain loop.
 // `expect`: the backend the product must run on ("libxsmm": skipped where libxsmm made no
 // kernel for the shape, unless `may_skip` is false); `chunks`, if given, how many chunks of k it must run in.
@@ -67,7 +73,7 @@ template <class T>
 void expect_product_right(StepGemm which, Shape3 s, bool transposed, T beta, const std::string& expect,
                           bool may_skip = true, std::int64_t chunks = 0) {
   const UseStepGemm use(which);
-  const std::int64_t lda = s.k + 3, ldc = s.n + 5, ldb = (transposed ? s.k : s.n) + 2;
+  const auto [lda, ldb, ldc] = strides_of(s, transposed);
   const std::vector<T> a = random_values<T>(static_cast<std::size_t>(s.m * lda), 1);
   const std::vector<T> b = random_values<T>(static_cast<std::size_t>((transposed ? s.n : s.k) * ldb), 2);
   std::vector<T> c = random_values<T>(static_cast<std::size_t>(s.m * ldc), 3), want = c;
@@ -191,7 +197,7 @@ bool libxsmm_runs_m_products() {
 // thread's. Shapes with a shorter last tile, and with a single tile (run alone).
 template <class T>
 void expect_shared_tiles_bits_equal(Shape3 s, bool transposed, T beta) {
-  const std::int64_t lda = s.k + 3, ldc = s.n + 5, ldb = (transposed ? s.k : s.n) + 2;
+  const auto [lda, ldb, ldc] = strides_of(s, transposed);
   const std::vector<T> a = random_values<T>(static_cast<std::size_t>(s.m * lda + 8), 1);
   const std::vector<T> b = random_values<T>(static_cast<std::size_t>((transposed ? s.n : s.k) * ldb), 2);
   const std::vector<T> c0 = random_values<T>(static_cast<std::size_t>(s.m * ldc), 3);
@@ -290,11 +296,17 @@ TEST(RepeatedGemm, AProductOnOnednnParksSpinningHelpers) {
 // would not, on libxsmm where per-step products share their tiles; on OpenBLAS otherwise.
 TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnLayout) {
   const Shape3 s{16, 2048, 1100};
-  const std::vector<float> b = random_values<float>(static_cast<std::size_t>(s.n * s.k), 5);
+  // room for B's rows at the product's strides (below), wider than dense ones
+  const std::vector<float> b = random_values<float>(static_cast<std::size_t>((s.n + 2) * (s.k + 2)), 5);
   for (bool transposed : {false, true}) {
-    const bool own_layout = blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), transposed ? s.k : s.n,
-                                                             transposed, s.k, s.n, 1.f, true) != nullptr;
-    const bool onednn = blas::detail::blas_runs_on_openmp() && own_layout;
+    // Whether oneDNN keeps B in its own layout for dense rows, and for the strided rows of the
+    // product below (it may not: oneDNN 2.6's brgemm takes A and C dense only on some CPUs).
+    auto keeps_own_layout = [&](Strides d) {
+      return blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), d.ldb, transposed, d.lda, d.ldc, 1.f,
+                                              true) != nullptr;
+    };
+    const bool own_layout = keeps_own_layout({s.k, transposed ? s.k : s.n, s.n});
+    const bool onednn = blas::detail::blas_runs_on_openmp() && keeps_own_layout(strides_of(s, transposed));
     // libxsmm's kernels for this shape's tiles, as a narrower product (below its limit) makes them
     const bool kernels = [&] {
       const UseStepGemm use(StepGemm::libxsmm);
