@@ -192,6 +192,41 @@ TEST(Mse, Values) {
   EXPECT_EQ(mse(empty, empty, Reduction::sum).item(), 0.0);
 }
 
+// A reduced mse sums in partial sums (ops/loss.cpp): every length from 0 to 40 (the tail
+// after the last full group of eight in every position) and a long float32 tensor, against
+// a sum in long double, element by element; an infinity or a NaN anywhere still shows.
+TEST(Mse, ReducedSumsOfEveryLengthMatchASumInLongDouble) {
+  Generator gen(7);
+  auto reference = [](const Tensor& p, const Tensor& t) {
+    long double total = 0;
+    for (std::int64_t i = 0; i < p.numel(); ++i) {
+      const long double d = static_cast<long double>(p.data<float>()[i]) - static_cast<long double>(t.data<float>()[i]);
+      total += d * d;
+    }
+    return static_cast<double>(total);
+  };
+  for (std::int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 23, 31, 33, 40, 1000003}) {
+    const Tensor p = normal({n}, 0.0, 1.0, gen, DType::float32), t = normal({n}, 0.5, 2.0, gen, DType::float32);
+    const double want = reference(p, t);
+    const double got = mse(p, t, Reduction::sum).item();
+    EXPECT_NEAR(got, want, 1e-6 * want) << "n " << n;  // float32 result: 2^-24 relative, with room
+    if (n > 0) {
+      const Tensor mean = mse(p.to(f64), t.to(f64));  // float64: the double sum itself, within its rounding
+      EXPECT_NEAR(mean.item(), want / static_cast<double>(n), 1e-12 * want / static_cast<double>(n)) << "n " << n;
+    }
+  }
+  for (const double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    std::vector<double> v(21, 1.0);
+    v[13] = bad;
+    const double got = mse(from_vector(v, {21}), zeros({21}, f64)).item();
+    if (std::isnan(bad)) {
+      EXPECT_TRUE(std::isnan(got));
+    } else {
+      EXPECT_EQ(got, bad);
+    }
+  }
+}
+
 TEST(BceWithLogits, MatchesTheFormulaAndHugeLogits) {
   const std::vector<double> xs{-2, 0.5, 3}, ts{0, 1, 0.25};
   const Tensor per = binary_cross_entropy_with_logits(from_vector(xs, {3}), from_vector(ts, {3}), Reduction::none);
