@@ -300,7 +300,8 @@ TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnL
   const std::vector<float> b = random_values<float>(static_cast<std::size_t>((s.n + 2) * (s.k + 2)), 5);
   for (bool transposed : {false, true}) {
     // Whether oneDNN keeps B in its own layout for dense rows, and for the strided rows of the
-    // product below (it may not: oneDNN 2.6's brgemm takes A and C dense only on some CPUs).
+    // product below (it may not: on some AVX-512 CPUs oneDNN 2.6 blocks B only where A's and C's
+    // rows are dense, and reads it plain for wider rows).
     auto keeps_own_layout = [&](Strides d) {
       return blas::detail::OnednnMatmul::make(s.m, s.n, s.k, b.data(), d.ldb, transposed, d.lda, d.ldc, 1.f,
                                               true) != nullptr;
