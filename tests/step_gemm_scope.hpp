@@ -2,6 +2,8 @@
 // The per-step products' backend (core/repeated_gemm.hpp) for one scope, then the process's
 // choice again, also when a test's assertion leaves the scope early.
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <recur/core/blas.hpp>
@@ -17,6 +19,22 @@
                   "so no helper shares its products' tiles"
 
 namespace recur::testing {
+
+// Whether the kernels LIBXSMM_TARGET asks for (ctest runs these tests once per target) can
+// run on this CPU: libxsmm makes what it is asked for.
+inline bool target_runs_here() {
+  const char* target = std::getenv("LIBXSMM_TARGET");
+  if (!target) return true;
+  __builtin_cpu_init();
+  const std::string t = target;
+  if (t == "hsw") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (t == "snb") return __builtin_cpu_supports("avx");
+  if (t == "wsm") return __builtin_cpu_supports("sse4.2");
+  return t == "generic";
+}
+#define SKIP_UNLESS_TARGET_RUNS_HERE()    \
+  if (!recur::testing::target_runs_here()) \
+  GTEST_SKIP() << "this CPU cannot run LIBXSMM_TARGET=" << std::getenv("LIBXSMM_TARGET")
 
 struct UseStepGemm {
   explicit UseStepGemm(blas::StepGemm which) : before(blas::step_gemm()) { blas::set_step_gemm(which); }

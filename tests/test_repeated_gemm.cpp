@@ -28,22 +28,8 @@ namespace {
 using blas::RepeatedGemm;
 using blas::StepGemm;
 
+using testing::target_runs_here;
 using testing::UseStepGemm;
-
-// Whether the kernels LIBXSMM_TARGET asks for (ctest runs these tests once per target) can
-// run on this CPU: libxsmm makes what it is asked for.
-bool target_runs_here() {
-  const char* target = std::getenv("LIBXSMM_TARGET");
-  if (!target) return true;
-  __builtin_cpu_init();
-  const std::string t = target;
-  if (t == "hsw") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (t == "snb") return __builtin_cpu_supports("avx");
-  if (t == "wsm") return __builtin_cpu_supports("sse4.2");
-  return t == "generic";
-}
-#define SKIP_UNLESS_TARGET_RUNS_HERE() \
-  if (!target_runs_here()) GTEST_SKIP() << "this CPU cannot run LIBXSMM_TARGET=" << std::getenv("LIBXSMM_TARGET")
 
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
