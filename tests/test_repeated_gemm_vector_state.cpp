@@ -41,7 +41,8 @@ TEST(RepeatedGemm, LibxsmmKernelsLeaveTheUpperHalvesOfTheVectorRegistersClear) {
   std::vector<float> out(128);
   const blas::RepeatedGemm<float> product(1, 128, 32, w.data(), 128, false, 32, 128, 0.f);
   if (std::string(product.backend()) != "libxsmm") GTEST_SKIP() << "libxsmm made no kernel for this shape";
-  ASSERT_EQ(state_in_use() & kUpperHalvesInUse, 0u) << "in use before the product: the test cannot tell";
+  if (const std::uint64_t before = state_in_use(); before & kUpperHalvesInUse)
+    GTEST_SKIP() << "the upper halves were in use before the product (XINUSE " << before << "): the test cannot tell";
   product(h.data(), out.data());
   const std::uint64_t after = state_in_use();
   EXPECT_EQ(after & kUpperHalvesInUse, 0u) << "XINUSE " << after;
