@@ -36,8 +36,9 @@ std::atomic<StepGemm>& choice() {
 std::atomic<StepSplit> split_choice{StepSplit::automatic};
 std::atomic<std::int64_t> chunk_rows_for_tests{0};  // detail::set_chunk_rows
 
-// Products of at most this many flops (2 m n k) run on libxsmm, on the calling thread: the
-// S and M configurations and TBPTT's (up to 17 MFLOP), not L's (537). Measured on the RNN
+// Products of at most this many flops (2 m n k) run on libxsmm under any choice but
+// `openblas` and `onednn`: the S and M configurations and TBPTT's (up to 17 MFLOP), not L's
+// (537; those too where their tiles are shared: the constructor). Measured on the RNN
 // suite against OpenBLAS's two threads (docs/performance.md, "Per-step products"):
 //  - quiet machine: S 8-12% faster; M and TBPTT the same for the RNN and the GRU, 17-24%
 //    slower for the LSTM (two cores' caches hold its 1 MB W_hh, one core's does not);
@@ -209,15 +210,19 @@ RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, co
   if (on_libxsmm(flops) && use_libxsmm()) return;
   if constexpr (std::is_same_v<T, float>) {
     const bool chosen = how == StepGemm::automatic && !small && detail::blas_runs_on_openmp();
-    // By choice only where oneDNN keeps B in its own layout: else it packs B at every step
-    // as OpenBLAS does (and ran slower than OpenBLAS, on AVX2).
+    // Larger products by choice: libxsmm's kernels on panels laid out once, where their tiles
+    // are shared over recur's threads. Measured at L, training steps against the products
+    // on OpenBLAS (AVX2 EPYC, Zen 3, three alternating rounds): RNN 209-225 against 242-259
+    // ms, LSTM 928-976 against 1033-1059, GRU 696-748 against 748-813; against oneDNN's
+    // matmul with B in its blocked layout (AVX-512 Xeon, Emerald Rapids, four alternating
+    // pairs): RNN 109-137 against 116-144, LSTM 434-536 against 457-519, GRU 322-353 against
+    // 334-393, and its step products alone 95-107 ms against 100-179 (oneDNN's OpenMP team
+    // varied more).
+    if (chosen && split_ && use_libxsmm()) return;
+    // Else oneDNN, by choice only where it keeps B in its own layout: otherwise it packs B at
+    // every step as OpenBLAS does (and ran slower than OpenBLAS, on AVX2). Else OpenBLAS.
     if (how == StepGemm::onednn || chosen)
       onednn_ = detail::OnednnMatmul::make(m, n, k, b, ldb, b_transposed, lda, ldc, beta, chosen);
-    // Where oneDNN does not take it, libxsmm's kernels on panels laid out once do where their
-    // tiles are shared, else OpenBLAS. Measured at L on an AVX2 EPYC (Zen 3), three
-    // alternating rounds, training steps against OpenBLAS's products: RNN 209-225 against
-    // 242-259 ms, LSTM 928-976 against 1033-1059, GRU 696-748 against 748-813.
-    if (chosen && !onednn_ && split_) use_libxsmm();
   }
 }
 

@@ -276,11 +276,12 @@ TEST(RepeatedGemm, AProductOnOnednnParksSpinningHelpers) {
   }
 }
 
-// By default a float32 product above libxsmm's limit for small products (72 MFLOP here)
-// runs on oneDNN where OpenBLAS is its OpenMP build (one pool of threads for both) and oneDNN
-// keeps the right-hand matrix in a layout of its own (as made directly here); where oneDNN
-// would not, on libxsmm where per-step products share their tiles; on OpenBLAS otherwise.
-TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnLayout) {
+// By default a float32 product above libxsmm's limit for small products (72 MFLOP here),
+// where OpenBLAS is its OpenMP build (one pool of threads for both), runs on libxsmm where
+// per-step products share their tiles and libxsmm makes the kernels; else on oneDNN where it
+// keeps the right-hand matrix in a layout of its own (as made directly here); on OpenBLAS
+// otherwise.
+TEST(RepeatedGemm, LargeFloatProductsRunOnSharedLibxsmmTilesElseOnOnednnWhereItKeepsItsLayout) {
   const Shape3 s{16, 2048, 1100};
   // room for B's rows at the product's strides (below), wider than dense ones
   const std::vector<float> b = random_values<float>(static_cast<std::size_t>((s.n + 2) * (s.k + 2)), 5);
@@ -293,13 +294,14 @@ TEST(RepeatedGemm, LargeFloatProductsRunOnOnednnWhereItKeepsTheirMatrixInItsOwnL
                                               true) != nullptr;
     };
     const bool own_layout = keeps_own_layout({s.k, transposed ? s.k : s.n, s.n});
-    const bool onednn = blas::detail::blas_runs_on_openmp() && keeps_own_layout(strides_of(s, transposed));
     // libxsmm's kernels for this shape's tiles, as a narrower product (below its limit) makes them
     const bool kernels = [&] {
       const UseStepGemm use(StepGemm::libxsmm);
       return std::string(RepeatedGemm<float>(s.m, 64, s.k, b.data(), s.k, true, s.k, 64, 1.f).backend()) == "libxsmm";
     }();
-    const bool libxsmm = !onednn && blas::detail::blas_runs_on_openmp() && kernels && blas::shares_step_work();
+    const bool libxsmm = blas::detail::blas_runs_on_openmp() && kernels && blas::shares_step_work();
+    const bool onednn =
+        !libxsmm && blas::detail::blas_runs_on_openmp() && keeps_own_layout(strides_of(s, transposed));
     expect_product_right<float>(StepGemm::automatic, s, transposed, 1.f,
                                 onednn ? "onednn" : libxsmm ? "libxsmm" : "openblas", false);
     // oneDNN 2.6's matmul on an AVX-512 CPU is its brgemm, with the matrix blocked: there the
