@@ -6,6 +6,7 @@
 #include <recur/core/creation.hpp>
 #include <recur/ops/arithmetic.hpp>
 #include <recur/ops/define.hpp>
+#include <recur/ops/kernels/cell_kernel_choice_detail.hpp>
 #include <recur/ops/reduce.hpp>
 #include <recur/ops/shape.hpp>
 #include <recur/ops/softmax.hpp>
@@ -54,29 +55,12 @@ struct MseReduced {
     return reduction == Reduction::mean ? 1.0 / static_cast<double>(p.numel()) : 1.0;
   }
 
-  // The sum of (a[i] - b[i])^2 in double (float32 too: a long sum in float would drift),
-  // as eight partial sums, element i into sum i mod 8, added in a fixed order at the end: the
-  // same bits on every run, and no chain of dependent additions through the whole tensor (a
-  // single running sum waits for its previous add at every element; over an RNN suite
-  // output of 819,200 elements it was 3.5% of the samples of an RNN M training step).
-  template <class T>
-  static double sum_of_squared_differences(const T* a, const T* b, std::int64_t n) {
-    constexpr std::int64_t lanes = 8;
-    std::array<double, lanes> part{};
-    auto add = [&](std::int64_t i, std::int64_t lane) {
-      const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-      part[static_cast<std::size_t>(lane)] += d * d;
-    };
-    std::int64_t i = 0;
-    for (; i + lanes <= n; i += lanes)
-      for (std::int64_t j = 0; j < lanes; ++j) add(i + j, j);
-    for (std::int64_t j = 0; i + j < n; ++j) add(i + j, j);
-    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  }
-
+  // The sum of squared differences in double on the widest kernel table the CPU runs
+  // (ops/kernels/loss_kernels_detail.hpp: eight partial sums in a fixed order, the same bits
+  // in every table). Tensors are contiguous, and check_pair made the shapes equal.
   Tensor forward(const Tensor& p, const Tensor& t) const {
     return dispatch_floating(name, p.dtype(), [&]<class T>() {
-      const double total = sum_of_squared_differences(p.data<T>(), t.data<T>(), p.numel());
+      const double total = nn::detail::kernels<T>().squared_difference_sum(p.data<T>(), t.data<T>(), p.numel());
       return full({}, total * scale(p), p.dtype());
     });
   }
@@ -88,7 +72,10 @@ struct MseReduced {
     if constexpr (std::is_same_v<V, Tensor>) {
       return dispatch_floating(name, a.grad.dtype(), [&]<class T>() -> Grads<Tensor> {
         const T g = static_cast<T>(k * a.grad.template item<double>());
-        const Tensor dp = binary_map<T>(name, a.inputs[0], a.inputs[1], [g](T x, T y) { return g * (x - y); });
+        const Tensor& p = a.inputs[0];
+        Tensor dp = Tensor::empty(p.shape(), p.dtype());
+        nn::detail::kernels<T>().scaled_difference(g, p.data<T>(), a.inputs[1].template data<T>(), dp.data<T>(),
+                                                   p.numel());
         if (!a.needs_grad(1)) return {dp, Tensor()};
         return {dp, unary_map<T>(dp, [](T v) { return -v; })};
       });

@@ -133,6 +133,23 @@ std::vector<std::vector<T>> run_all(const KernelTable<T>& k, std::int64_t n, uns
           out.push_back(r);
         }
   }
+  {  // the squared error's gradient, and its sum (a double, kept as its bytes)
+    const auto a = row(n, 100), b = row(n, 100);
+    std::vector<T> d(n);
+    k.scaled_difference(T(-0.75), a.data(), b.data(), d.data(), n);
+    out.push_back(d);
+    auto finite = [](std::vector<T> v) {
+      for (T& x : v) x = std::isfinite(x) ? x : T(1);
+      return v;
+    };
+    const auto fa = finite(a), fb = finite(b);
+    for (const auto& [x, y] : {std::pair{&fa, &fb}, std::pair{&a, &b}, std::pair{&a, &a}}) {
+      const double sum = k.squared_difference_sum(x->data(), y->data(), n);
+      std::vector<T> bytes((sizeof(double) + sizeof(T) - 1) / sizeof(T));
+      std::memcpy(bytes.data(), &sum, sizeof(double));
+      out.push_back(bytes);
+    }
+  }
   return out;
 }
 

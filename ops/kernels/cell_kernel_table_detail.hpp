@@ -1,7 +1,8 @@
 #pragma once
 // Internal: the elementwise kernels of the recurrent cells (cell_kernels_detail.hpp), the
-// sigmoid and tanh rows (fast_math_detail.hpp) and the fused chains' arithmetic
-// (chain_kernels_detail.hpp) as a table of function pointers, one table
+// sigmoid and tanh rows (fast_math_detail.hpp), the fused chains' arithmetic
+// (chain_kernels_detail.hpp) and the squared error's (loss_kernels_detail.hpp) as a table of
+// function pointers, one table
 // per instruction set they were compiled for:
 //   portable: cell_kernels_portable.cpp, the target's baseline (SSE2 on x86-64);
 //   avx2:     cell_kernels_avx2.cpp, compiled with -mavx2 on x86-64: the exp and select
@@ -20,6 +21,7 @@
 #include <recur/ops/kernels/chain_kernels_detail.hpp>
 #include <recur/ops/kernels/fast_math_detail.hpp>
 #include <recur/ops/kernels/cell_kernels_detail.hpp>
+#include <recur/ops/kernels/loss_kernels_detail.hpp>
 
 namespace recur::nn::detail {
 
@@ -56,6 +58,9 @@ struct KernelTable {
                          I n);
   void (*chain_grad_then_row)(recur::detail::ChainGrad first, recur::detail::ChainGrad then, bool accumulate,
                               const T* g, const T* u, const T* v, const T* w, T* r, I n);
+  // The mean squared error's sum and gradient (loss_kernels_detail.hpp).
+  double (*squared_difference_sum)(const T* a, const T* b, I n);
+  void (*scaled_difference)(T g, const T* a, const T* b, T* out, I n);
 };
 
 inline namespace RECUR_KERNEL_ISA {
@@ -73,7 +78,9 @@ constexpr KernelTable<T> this_isa_kernels() {
           &recur::detail::tanh_row<T>,
           &recur::detail::chain_arith_row<T>,
           &recur::detail::chain_grad_row<T>,
-          &recur::detail::chain_grad_then_row<T>};
+          &recur::detail::chain_grad_then_row<T>,
+          &recur::detail::squared_difference_sum<T>,
+          &recur::detail::scaled_difference<T>};
 }
 }  // namespace RECUR_KERNEL_ISA
 
