@@ -21,9 +21,10 @@ namespace {
 using recur::blas::RepeatedGemm;
 
 // T products C_t = A_t op(W) + C_t, [B, k] x [k, n], A_t new at each step; W as the layer
-// holds it, [4H, H]: forward reads it transposed (k = H, n = 4H), backward as it is (k = 4H, n = H).
-void step_product(benchmark::State& state, const bench::rnn::Config& c, bool forward) {
-  const std::int64_t gh = 4 * c.hidden, h = c.hidden, m = c.batch, k = forward ? h : gh, n = forward ? gh : h;
+// holds it, [G H, H] for a cell of G gates (LSTM 4, RNN 1): forward reads it transposed
+// (k = H, n = G H), backward as it is (k = G H, n = H).
+void step_product(benchmark::State& state, const bench::rnn::Config& c, std::int64_t gates, bool forward) {
+  const std::int64_t gh = gates * c.hidden, h = c.hidden, m = c.batch, k = forward ? h : gh, n = forward ? gh : h;
   const std::vector<float> w = bench::uniform(gh * h, -0.05f, 0.05f, 1);
   const std::vector<float> a = bench::uniform(c.steps * m * k, -1.f, 1.f, 2);
   std::vector<float> out(static_cast<std::size_t>(c.steps * m * n), 0.f);
@@ -67,9 +68,10 @@ void weight_grad(benchmark::State& state, const bench::rnn::Config& c, bool inpu
   for (const bench::rnn::Config& c : bench::rnn::kConfigs) {
     if (c.chunk < c.steps) continue;  // TBPTT: M's shapes
     const std::string config = c.name;
-    for (const bool forward : {true, false})
-      add("step_product/lstm/" + config + (forward ? "/forward" : "/backward"),
-          [c, forward](benchmark::State& s) { step_product(s, c, forward); });
+    for (const auto& [cell, gates] : {std::pair{"lstm", 4}, std::pair{"rnn", 1}})
+      for (const bool forward : {true, false})
+        add(std::string("step_product/") + cell + "/" + config + (forward ? "/forward" : "/backward"),
+            [c, gates, forward](benchmark::State& s) { step_product(s, c, gates, forward); });
     // dW_ih (few columns at S and M) in each form; dW_hh in blas::gemm's.
     for (const auto& way : {std::pair{NarrowTransposed::measured, "auto"}, std::pair{NarrowTransposed::none, "direct"},
                             std::pair{NarrowTransposed::any, "transposed"}}) {
