@@ -299,11 +299,15 @@ TEST(RepeatedGemm, LargeFloatProductsRunOnSharedLibxsmmTilesElseOnOnednnWhereItK
       const UseStepGemm use(StepGemm::libxsmm);
       return std::string(RepeatedGemm<float>(s.m, 64, s.k, b.data(), s.k, true, s.k, 64, 1.f).backend()) == "libxsmm";
     }();
-    const bool libxsmm = blas::detail::blas_runs_on_openmp() && kernels && blas::shares_step_work();
-    const bool onednn =
-        !libxsmm && blas::detail::blas_runs_on_openmp() && keeps_own_layout(strides_of(s, transposed));
-    expect_product_right<float>(StepGemm::automatic, s, transposed, 1.f,
-                                onednn ? "onednn" : libxsmm ? "libxsmm" : "openblas", false);
+    // Tiles shared (as under OMP_WAIT_POLICY=PASSIVE) and not, whatever the environment says.
+    for (const blas::StepSplit split : {blas::StepSplit::always, blas::StepSplit::never}) {
+      const testing::UseStepSplit use(split, 2);
+      const bool libxsmm = blas::detail::blas_runs_on_openmp() && kernels && blas::shares_step_work();
+      const bool onednn =
+          !libxsmm && blas::detail::blas_runs_on_openmp() && keeps_own_layout(strides_of(s, transposed));
+      expect_product_right<float>(StepGemm::automatic, s, transposed, 1.f,
+                                  onednn ? "onednn" : libxsmm ? "libxsmm" : "openblas", false);
+    }
     // oneDNN 2.6's matmul on an AVX-512 CPU is its brgemm, with the matrix blocked: there the
     // choice does take oneDNN (unless the environment caps oneDNN's instruction set).
     __builtin_cpu_init();
