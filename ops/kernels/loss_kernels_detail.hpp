@@ -20,16 +20,14 @@ template <class T>
 double squared_difference_sum(const T* a, const T* b, std::int64_t n) {
   constexpr std::int64_t lanes = 8;
   double part[lanes] = {};
+  auto add = [&](std::int64_t at, std::int64_t lane) {
+    const double d = static_cast<double>(a[at]) - static_cast<double>(b[at]);
+    part[lane] += d * d;
+  };
   std::int64_t i = 0;
   for (; i + lanes <= n; i += lanes)
-    for (std::int64_t j = 0; j < lanes; ++j) {
-      const double d = static_cast<double>(a[i + j]) - static_cast<double>(b[i + j]);
-      part[j] += d * d;
-    }
-  for (std::int64_t j = 0; i + j < n; ++j) {
-    const double d = static_cast<double>(a[i + j]) - static_cast<double>(b[i + j]);
-    part[j] += d * d;
-  }
+    for (std::int64_t j = 0; j < lanes; ++j) add(i + j, j);
+  for (std::int64_t j = 0; i + j < n; ++j) add(i + j, j);
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
