@@ -138,6 +138,8 @@ struct OpVTable {
   // The op says so (see the top of this file): a checkpoint that keeps the op's value (a
   // loop's output) may still drop its saved tensors; without it only a released node's go.
   bool remakes_saved;
+  // The op object itself (OpBox::as).
+  const void* (*object)(const void* storage);
 };
 
 // backward_reads' `which` for the op's output.
@@ -226,6 +228,12 @@ class OpBox {
   bool backward_reads(std::size_t which) const { return vt_->backward_reads(buf_, which); }
   bool elementwise() const { return vt_->elementwise; }
   bool remakes_saved() const { return vt_->remakes_saved; }
+  // The op as an O when it is one (told by its name, which no two ops share), else nullptr:
+  // a captured loop runs the ops it knows on buffers of its own (ops/scan/lean_loop.cpp).
+  template <class O>
+  const O* as() const {
+    return vt_ && vt_->name == O::name ? static_cast<const O*>(vt_->object(buf_)) : nullptr;
+  }
 
  private:
   void reset() {
@@ -341,7 +349,8 @@ class OpBox {
       more_outputs_entry<O, Storage>(),
       backward_reads_entry<O, Storage>(),
       is_elementwise<O>(),
-      remakes_saved_of<O>()};
+      remakes_saved_of<O>(),
+      [](const void* p) -> const void* { return &Storage::get(p); }};
 
   alignas(16) unsigned char buf_[kInline];
   const OpVTable* vt_ = nullptr;

@@ -15,6 +15,7 @@
 #include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_compiled_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_plan_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_raw_detail.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
 
 namespace recur::scan_engine::detail {
@@ -133,7 +134,7 @@ struct ElementwiseChain {
       }
       const std::span<T* const> where(rows.data(), rows.size());
       if (layout.forward_calls && chain::compiled_chains())
-        run_compiled<T>(*layout.forward_calls, layout, inputs, where, outs);
+        run_compiled<T>(layout, inputs, where, outs);
       else
         run_interpreted<T>(layout, inputs, where, outs);
       if (!keep) return;
@@ -169,22 +170,22 @@ struct ElementwiseChain {
     });
   }
 
-  // The same by the compiled calls over the one block.
+  // The same by the compiled calls over the one block: an output not kept written into its
+  // own buffer (a second listing of one copied).
   template <class T>
-  void run_compiled(const chain::CompiledForward& f, const chain::ChainLayout& layout, const InputList<Tensor>& inputs,
-                    std::span<T* const> rows, boost::container::small_vector<Tensor, 4>& outs) const {
+  void run_compiled(const chain::ChainLayout& layout, const InputList<Tensor>& inputs, std::span<T* const> rows,
+                    boost::container::small_vector<Tensor, 4>& outs) const {
     const ChainProgram& p = *program;
-    const std::int64_t block = layout.block;
-    T* const values = scratch<T>(0, p.code.size() * static_cast<std::size_t>(block));
-    boost::container::small_vector<T*, 48> bases(f.bases.size, nullptr);
-    for (std::size_t i = 0; i < inputs.size(); ++i) bases[f.bases.inputs + i] = const_cast<T*>(inputs[i].data<T>());
-    if (layout.copies > 0) bases[f.bases.copies] = scratch<T>(2, layout.copies * static_cast<std::size_t>(block));
-    for (std::size_t k = 0; k < p.code.size(); ++k)
-      bases[f.bases.values + k] = rows[k] ? rows[k] : values + static_cast<std::int64_t>(k) * block;
-    chain::run_calls<T>(f.calls, bases.data());
+    boost::container::small_vector<T*, 32> where(rows.begin(), rows.end());
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
-      if (!rows[p.outputs[o]])
-        std::copy_n(bases[f.bases.values + p.outputs[o]], layout.total, outs[o].template data<T>());
+      if (!where[p.outputs[o]]) where[p.outputs[o]] = outs[o].template data<T>();
+    boost::container::small_vector<const T*, 8> in(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].template data<T>();
+    chain::run_forward<T>(p, layout, std::span<const T* const>(in.data(), in.size()),
+                          std::span<T* const>(where.data(), where.size()));
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+      if (where[p.outputs[o]] != outs[o].template data<T>())
+        std::copy_n(where[p.outputs[o]], layout.total, outs[o].template data<T>());
   }
 
   template <class V>

@@ -7,6 +7,7 @@
 #include <recur/ops/scan/elementwise_chain_blocks_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_compiled_detail.hpp>
 #include <recur/ops/scan/elementwise_chain_passes_detail.hpp>
+#include <recur/ops/scan/elementwise_chain_raw_detail.hpp>
 
 namespace recur::scan_engine::detail::chain {
 namespace {
@@ -16,30 +17,18 @@ namespace {
 template <class T>
 void run_compiled(const ChainProgram& p, const ChainLayout& layout, const ChainPasses& plan,
                   const InputList<Tensor>& inputs, std::span<const T* const> values, const InputList<Tensor>& out_grads,
-                  Grads<Tensor>& grads, T* partial_sums) {
+                  Grads<Tensor>& grads) {
   std::shared_ptr<const CompiledBackward> held;
-  const CompiledBackward& f = layout.backward_calls.get(
-      [&](const CompiledBackward& c) { return c.needs == plan.needs && c.defined == plan.defined; },
-      [&] { return std::make_shared<const CompiledBackward>(compile_backward(p, layout, plan)); }, held);
-  const BackwardBases& b = f.bases;
-  const std::size_t n_code = p.code.size();
-  const auto block = static_cast<std::size_t>(layout.block);
-  boost::container::small_vector<T*, 64> bases(b.size, nullptr);
+  const CompiledBackward& f = compiled_backward(p, layout, plan, held);
+  boost::container::small_vector<const T*, 8> in(inputs.size()), given(out_grads.size());
+  boost::container::small_vector<T*, 8> into(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) bases[b.inputs + i] = const_cast<T*>(inputs[i].data<T>());  // else unread: dropped
-    if (grads[i].defined()) bases[b.grads + i] = grads[i].data<T>();
+    in[i] = inputs[i].defined() ? inputs[i].data<T>() : nullptr;  // else unread: dropped
+    into[i] = grads[i].defined() ? grads[i].data<T>() : nullptr;
   }
-  T* const remade = p.recomputed.empty() ? nullptr : scratch<T>(0, p.recomputed.size() * block);
-  for (std::size_t k = 0; k < n_code; ++k) bases[b.values + k] = const_cast<T*>(values[k]);
-  for (std::size_t r = 0; r < p.recomputed.size(); ++r)  // read where made again unless kept (as the interpreter)
-    if (!values[p.recomputed[r]]) bases[b.values + p.recomputed[r]] = remade + r * block;
-  bases[b.remade] = remade;
-  for (std::size_t o = 0; o < p.outputs.size(); ++o)
-    if (out_grads[o].defined()) bases[b.out_grads + o] = const_cast<T*>(out_grads[o].data<T>());
-  bases[b.registers] = scratch<T>(1, (n_code + p.slots.size()) * block);
-  if (layout.copies_read > 0) bases[b.copies] = scratch<T>(2, layout.copies_read * block);
-  bases[b.partials] = partial_sums;
-  run_calls<T>(f.calls, bases.data());
+  for (std::size_t o = 0; o < out_grads.size(); ++o) given[o] = out_grads[o].defined() ? out_grads[o].data<T>() : nullptr;
+  run_backward<T>(p, layout, f, std::span<const T* const>(in.data(), in.size()), values,
+                  std::span<const T* const>(given.data(), given.size()), std::span<T* const>(into.data(), into.size()));
 }
 
 }  // namespace
@@ -69,19 +58,19 @@ Grads<Tensor> backward(const ChainProgram& p, const InputList<Tensor>& inputs, s
   const std::int64_t n_blocks = layout.block > 0 ? (layout.total + layout.block - 1) / layout.block : 0;
   const auto& partial_at = layout.partial_at;
   const std::int64_t partial_size = layout.partial_size;
-  // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
-  T* const partial_sums =
-      partial_size > 0 ? scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks)) : nullptr;
-  if (partial_sums) std::fill_n(partial_sums, partial_size * n_blocks, T(0));
   // What each block's passes are (elementwise_chain_passes_detail.hpp).
   Flags defined(p.outputs.size(), 0);
   for (std::size_t o = 0; o < p.outputs.size(); ++o) defined[o] = out_grads[o].defined();
   std::shared_ptr<const ChainPasses> plan_held;
   const ChainPasses& plan = passes_of(p, layout, needs, defined, plan_held);
   if (layout.forward_calls && compiled_chains()) {
-    run_compiled<T>(p, layout, plan, inputs, values, out_grads, grads, partial_sums);
+    run_compiled<T>(p, layout, plan, inputs, values, out_grads, grads);
     return grads;
   }
+  // (In a thread's scratch, as the registers: a chain's backward runs at every step.)
+  T* const partial_sums =
+      partial_size > 0 ? scratch<T>(3, static_cast<std::size_t>(partial_size * n_blocks)) : nullptr;
+  if (partial_sums) std::fill_n(partial_sums, partial_size * n_blocks, T(0));
   const ChainBlocks<T> blocks(p, layout, inputs, /*backward=*/true);
   const std::int64_t block = blocks.block(), total = blocks.total(), width = blocks.width();
   const std::int64_t tiles = blocks.tiles();

@@ -11,47 +11,55 @@
 
 namespace recur::scan_engine::detail {
 
-void WeightGradRows::start(std::uint64_t pass, const Tensor& h, const Tensor& g) {
+void WeightGradRows::start(std::uint64_t pass, std::int64_t k, std::int64_t n, DType dtype) {
   if (pass == pass_ && h_rows_.defined()) return;
   pass_ = pass;  // a new backward pass: rows an earlier one left (it stopped half-way) are not its own
   filled_ = 0;
-  h_rows_ = Tensor::empty({capacity_, h.size(1)}, h.dtype());
-  g_rows_ = Tensor::empty({capacity_, g.size(1)}, g.dtype());
+  h_rows_ = Tensor::empty({capacity_, k}, dtype);
+  g_rows_ = Tensor::empty({capacity_, n}, dtype);
 }
 
 void WeightGradRows::add(std::uint64_t pass, const Tensor& h, const Tensor& g, Tensor& into) {
-  start(pass, h, g);
-  const std::int64_t rows = h.size(0);
+  dispatch_floating("scan_step_matmul", h.dtype(), [&]<class T>() {
+    add(pass, h.data<T>(), g.data<T>(), h.size(0), h.size(1), g.size(1), into);
+  });
+}
+
+template <class T>
+void WeightGradRows::add(std::uint64_t pass, const T* h, const T* g, std::int64_t rows, std::int64_t k,
+                         std::int64_t n, Tensor& into) {
+  start(pass, k, n, dtype_of<T>());
   if (filled_ + rows > capacity_) flush(pass, into);
   if (rows > capacity_) {  // more rows than the buffer holds: this step's product on its own
-    h_rows_ = h;
-    g_rows_ = g;
-    filled_ = rows;
-    flush(pass, into);
-    h_rows_ = Tensor();
+    add_product(h, g, rows, k, n, into);
     return;
   }
-  const std::size_t item = size_of(h.dtype());
-  std::memcpy(static_cast<char*>(h_rows_.raw_data()) + filled_ * h.size(1) * item, h.raw_data(), h.nbytes());
-  std::memcpy(static_cast<char*>(g_rows_.raw_data()) + filled_ * g.size(1) * item, g.raw_data(), g.nbytes());
+  std::memcpy(h_rows_.data<T>() + filled_ * k, h, static_cast<std::size_t>(rows * k) * sizeof(T));
+  std::memcpy(g_rows_.data<T>() + filled_ * n, g, static_cast<std::size_t>(rows * n) * sizeof(T));
   filled_ += rows;
 }
+template void WeightGradRows::add(std::uint64_t, const float*, const float*, std::int64_t, std::int64_t, std::int64_t,
+                                  Tensor&);
+template void WeightGradRows::add(std::uint64_t, const double*, const double*, std::int64_t, std::int64_t,
+                                  std::int64_t, Tensor&);
 
 void WeightGradRows::flush(std::uint64_t pass, Tensor& into) {
   if (pass != pass_ || filled_ == 0) return;
-  const std::int64_t k = h_rows_.size(1), n = g_rows_.size(1);
-  if (k == 0 || n == 0) {  // an empty weight: nothing to add (and BLAS refuses its strides)
-    filled_ = 0;
-    return;
-  }
   dispatch_floating("scan_step_matmul", into.dtype(), [&]<class T>() {
-    // dW = H^T G ([k, n]), or with W transposed dW = G^T H ([n, k]).
-    if (transpose_w_)
-      blas::gemm(true, false, n, k, filled_, T(1), g_rows_.data<T>(), n, h_rows_.data<T>(), k, T(1), into.data<T>(), k);
-    else
-      blas::gemm(true, false, k, n, filled_, T(1), h_rows_.data<T>(), k, g_rows_.data<T>(), n, T(1), into.data<T>(), n);
+    add_product(h_rows_.data<T>(), g_rows_.data<T>(), filled_, h_rows_.size(1), g_rows_.size(1), into);
   });
   filled_ = 0;
+}
+
+template <class T>
+void WeightGradRows::add_product(const T* h, const T* g, std::int64_t rows, std::int64_t k, std::int64_t n,
+                                 Tensor& into) const {
+  if (k == 0 || n == 0) return;  // an empty weight: nothing to add (and BLAS refuses its strides)
+  // dW += H^T G ([k, n]), or with W transposed dW += G^T H ([n, k]).
+  if (transpose_w_)
+    blas::gemm(true, false, n, k, rows, T(1), g, n, h, k, T(1), into.data<T>(), k);
+  else
+    blas::gemm(true, false, k, n, rows, T(1), h, k, g, n, T(1), into.data<T>(), n);
 }
 
 namespace {
@@ -66,6 +74,13 @@ class StepProduct {
   Tensor operator()(const Tensor& h, const Tensor& w) { return forward_.run(h, w, false); }
   // g W^T, or an undefined Tensor where matmul takes it.
   Tensor transposed(const Tensor& g, const Tensor& w) { return backward_.run(g, w, true); }
+  // The kernels of both for a = [m, k] (k: W's rows), nullptr where matmul takes them.
+  const blas::RepeatedGemm<float>* forward_kernel(std::int64_t m, const Tensor& w) {
+    return forward_.prepare(m, w.size(0), w, false);
+  }
+  const blas::RepeatedGemm<float>* backward_kernel(std::int64_t m, const Tensor& w) {
+    return backward_.prepare(m, w.size(1), w, true);
+  }
 
  private:
   // One product a op(W) with W the same at every step, remade when W or the shape changes.
@@ -75,11 +90,11 @@ class StepProduct {
     const float* w_data = nullptr;
     std::int64_t m = 0, k = 0, n = 0;
 
-    Tensor run(const Tensor& a, const Tensor& w, bool w_transposed) {
-      if (a.dtype() != DType::float32 || w.dtype() != DType::float32 || a.rank() != 2 || w.rank() != 2 ||
-          a.size(1) != w.size(w_transposed ? 1 : 0))
-        return Tensor();
-      const std::int64_t rows = a.size(0), inner = a.size(1), cols = w.size(w_transposed ? 0 : 1);
+    // The kernel of a [rows, inner] op(W), nullptr where matmul has to take it.
+    const blas::RepeatedGemm<float>* prepare(std::int64_t rows, std::int64_t inner, const Tensor& w,
+                                             bool w_transposed) {
+      if (w.dtype() != DType::float32 || w.rank() != 2 || inner != w.size(w_transposed ? 1 : 0)) return nullptr;
+      const std::int64_t cols = w.size(w_transposed ? 0 : 1);
       if (!gemm || w.storage() != weight || w.data<float>() != w_data || rows != m || inner != k || cols != n) {
         gemm = std::make_unique<blas::RepeatedGemm<float>>(rows, cols, inner, w.data<float>(), w.size(1),
                                                            w_transposed, inner, cols, 0.f);
@@ -87,8 +102,14 @@ class StepProduct {
         w_data = w.data<float>();
         m = rows, k = inner, n = cols;
       }
-      Tensor out = Tensor::empty({rows, cols}, DType::float32);
-      if (rows > 0 && cols > 0) (*gemm)(a.data<float>(), out.data<float>());
+      return gemm.get();
+    }
+    Tensor run(const Tensor& a, const Tensor& w, bool w_transposed) {
+      if (a.dtype() != DType::float32 || a.rank() != 2) return Tensor();
+      const blas::RepeatedGemm<float>* kernel = prepare(a.size(0), a.size(1), w, w_transposed);
+      if (!kernel) return Tensor();
+      Tensor out = Tensor::empty({m, n}, DType::float32);
+      if (m > 0 && n > 0) (*kernel)(a.data<float>(), out.data<float>());
       return out;
     }
   };
@@ -151,6 +172,18 @@ struct WeightGradSum {
 };
 
 }  // namespace
+
+std::optional<StepProductKernels> step_product_kernels(const recur::detail::OpBox& op, std::int64_t m,
+                                                       const Tensor& w) {
+  const StepMatmul* mm = op.as<StepMatmul>();
+  if (!mm) return std::nullopt;
+  StepProductKernels k{nullptr, nullptr, mm->rows.get(), mm->transpose_w};
+  if (!mm->transpose_w && mm->product && m > 0) {
+    k.forward = mm->product->forward_kernel(m, w);
+    k.backward = mm->product->backward_kernel(m, w);
+  }
+  return k;
+}
 
 recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
   return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()});

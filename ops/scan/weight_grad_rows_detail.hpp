@@ -10,9 +10,11 @@
 // create_graph the step's op takes its gradient as matmul does.
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <recur/autodiff/op_box.hpp>
 #include <recur/autodiff/var.hpp>
+#include <recur/core/repeated_gemm.hpp>
 #include <recur/core/tensor.hpp>
 
 namespace recur::scan_engine::detail {
@@ -24,17 +26,36 @@ class WeightGradRows {
   WeightGradRows(std::int64_t capacity, bool transpose_w) : capacity_(capacity), transpose_w_(transpose_w) {}
   // One step's h and g, in backward pass `pass`; `into` is W's gradient so far.
   void add(std::uint64_t pass, const Tensor& h, const Tensor& g, Tensor& into);
+  // The same from h's [rows, k] and g's [rows, n] elements (T: into's dtype).
+  template <class T>
+  void add(std::uint64_t pass, const T* h, const T* g, std::int64_t rows, std::int64_t k, std::int64_t n,
+           Tensor& into);
   // Adds the pending rows of pass `pass` into `into`.
   void flush(std::uint64_t pass, Tensor& into);
 
  private:
-  void start(std::uint64_t pass, const Tensor& h, const Tensor& g);
+  void start(std::uint64_t pass, std::int64_t k, std::int64_t n, DType dtype);
+  template <class T>
+  void add_product(const T* h, const T* g, std::int64_t rows, std::int64_t k, std::int64_t n, Tensor& into) const;
   std::int64_t capacity_;
   bool transpose_w_;
   std::uint64_t pass_ = 0;
   Tensor h_rows_, g_rows_;
   std::int64_t filled_ = 0;
 };
+
+// A captured step's product as a loop runs it on buffers of its own (lean_loop.cpp): its
+// kernels for h [m, k] W and g W^T with W `w`, kept by the op for the loop (nullptr where
+// matmul takes the product: not float32, W transposed), and where its weight gradient goes.
+struct StepProductKernels {
+  const blas::RepeatedGemm<float>* forward = nullptr;
+  const blas::RepeatedGemm<float>* backward = nullptr;
+  WeightGradRows* rows = nullptr;
+  bool transpose_w = false;
+};
+// Those of `op` when it is step_matmul_op's, else nullopt.
+std::optional<StepProductKernels> step_product_kernels(const recur::detail::OpBox& op, std::int64_t m,
+                                                       const Tensor& w);
 
 // The op of h W (transpose_w: h W^T) at one step of a captured step's program, its weight
 // gradient through `rows`.
