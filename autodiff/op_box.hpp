@@ -229,7 +229,7 @@ class OpBox {
   bool elementwise() const { return vt_->elementwise; }
   bool remakes_saved() const { return vt_->remakes_saved; }
   // The op as an O when it is one (told by its name, which no two ops share), else nullptr:
-  // a captured loop runs the ops it knows on buffers of its own (ops/scan/lean_loop.cpp).
+  // a captured loop runs the ops it knows on buffers of its own (ops/scan/planned_loop.cpp).
   template <class O>
   const O* as() const {
     return vt_ && vt_->name == O::name ? static_cast<const O*>(vt_->object(buf_)) : nullptr;

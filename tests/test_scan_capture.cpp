@@ -1025,5 +1025,82 @@ TEST(ScanCapture, ALoopAsOneNodeHasGradientsOfGradients) {
   }
 }
 
+// ---- a loop node on planned buffers (ops/scan/planned_loop_detail.hpp) --------------------
+
+// A cell's loop as one node, planned or not, in `dtype`. The loss reads every output, or the
+// last one alone (`last_only`: the main output's gradient then reaches a step only from the
+// next step, and the last step's chain gets none for it); `retain`: two backward passes.
+struct PlannedRun {
+  CellRun run;
+  std::uint64_t planned = 0;  // loops run planned
+  std::size_t held_bytes = 0;
+};
+PlannedRun run_planned(const CellCase& c, bool planned, DType dtype, bool last_only, bool retain) {
+  const testing::LoopNodeScope node(true);
+  const testing::PlannedLoopScope scope(planned);
+  Tape tape;
+  CellInputs in = make_inputs(tape, c);
+  auto to = [&](Var& v) { v = tape.variable(v.value().to(dtype)); };
+  for (Var& p : in.params) to(p);
+  for (Var& s : in.states) to(s);
+  to(in.xs);
+  const std::uint64_t before = scan_engine::detail::planned_loop_runs();
+  const ScanResult r = scan_cell(c, in, Capture::required);
+  PlannedRun got;
+  got.planned = scan_engine::detail::planned_loop_runs() - before;
+  got.held_bytes = tape.memory_report().held_bytes;
+  Var loss = sum(r.outputs.back() * r.outputs.back() * r.outputs.back());
+  if (!last_only)
+    for (std::size_t j = 0; j + 1 < r.outputs.size(); ++j)
+      loss = loss + sum(r.outputs[j] * r.outputs[j] * r.outputs[j]);
+  got.run = {loss.value(), {}, {}, r.capture};
+  for (const Var& out : r.outputs) got.run.outputs.push_back(out.value());
+  for (int pass = 0; pass < (retain ? 2 : 1); ++pass) tape.backward(loss, {.retain_graph = retain});
+  for (const Var& p : in.params) got.run.grads.push_back(p.grad());
+  for (const Var& s : in.states) got.run.grads.push_back(s.grad());
+  got.run.grads.push_back(in.xs.grad());
+  return got;
+}
+
+// Every cell, fused or not, in float64 and float32, every output in the loss or the last
+// alone, one backward pass or two: planned, the loop node gives the values and gradients it
+// gives running its ops itself, to the bit, and holds no more. The cells whose fused step is
+// all products and chains run planned (two_layers' chains are too short to fuse; unfused,
+// every step runs its ops one by one).
+TEST(ScanCapture, APlannedLoopEqualsTheLoopNodeToTheBit) {
+  for (const bool fuse : {false, true}) {
+    const FusingChains fusing(fuse);
+    for (const CellCase& c : cells())
+      for (const DType dtype : {f64, DType::float32})
+        for (const bool last_only : {false, true})
+          for (const bool retain : {false, true}) {
+            const std::string what = c.name + (fuse ? " fused " : " ") + (dtype == f64 ? "float64" : "float32") +
+                                     (last_only ? " last output" : "") + (retain ? " two passes" : "");
+            const PlannedRun planned = run_planned(c, true, dtype, last_only, retain);
+            const PlannedRun node = run_planned(c, false, dtype, last_only, retain);
+            EXPECT_EQ(planned.planned, fuse && c.name != "two_layers" ? 1u : 0u) << what;
+            EXPECT_EQ(node.planned, 0u) << what;
+            EXPECT_LE(planned.held_bytes, node.held_bytes) << what;
+            expect_same_bits(planned.run, node.run, what);
+          }
+  }
+}
+
+// Where the loop cannot run as one node it is not planned either; where it runs its ops
+// itself (the switch off), nothing is planned.
+TEST(ScanCapture, OnlyALoopAsOneNodeRunsPlanned) {
+  const FusingChains fusing(true);
+  const CellCase c = cells()[0];
+  for (const bool planned : {true, false}) {
+    const testing::PlannedLoopScope scope(planned);
+    const std::uint64_t before = scan_engine::detail::planned_loop_runs();
+    EXPECT_EQ(run_loop(c, true).step, "captured, one node");
+    EXPECT_EQ(scan_engine::detail::planned_loop_runs() - before, planned ? 1u : 0u);
+    EXPECT_EQ(run_loop(c, true, {.truncate_gradient = 3}).step, "captured");
+    EXPECT_EQ(run_loop(c, false).step, "captured");
+    EXPECT_EQ(scan_engine::detail::planned_loop_runs() - before, planned ? 1u : 0u);
+  }
+}
+
 }  // namespace
 }  // namespace recur

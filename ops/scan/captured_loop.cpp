@@ -1,5 +1,6 @@
 // A captured loop recorded as one tape node (captured_loop_detail.hpp).
 #include <recur/ops/scan/captured_loop_detail.hpp>
+#include <recur/ops/scan/planned_loop_detail.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -24,38 +25,10 @@ namespace {
 
 using Kind = ValueRef::Kind;
 
-// How the step's ops read each other and the node's inputs. Values are numbered per step:
-// the ops' outputs in order, then the rows the step reads.
-struct LoopWiring {
-  struct In {
-    enum class Kind : std::uint8_t { value, external, carried } kind = Kind::value;
-    std::uint32_t index = 0;  // value: its number; external: the node's input; carried: the carry
-  };
-  std::vector<recur::detail::OpBox> ops;  // the program's, copied at every step
-  std::vector<std::vector<In>> inputs;    // per op
-  std::vector<std::size_t> first;         // per op: its first value
-  std::vector<std::uint8_t> n_out, takes_gradient;  // per op
-  std::size_t n_op_values = 0, n_values = 0;
-  std::vector<std::uint32_t> row_source;  // per row value (from n_op_values on): the node input it reads row t of
-  std::vector<std::size_t> carry_result;  // per carry: the value the next step reads
-  struct Out {
-    std::size_t result;
-    bool stacked;
-  };
-  std::vector<Out> outputs;               // per node output
-  // Per value: whether it takes a gradient at step 0 and at the later steps (a carry's
-  // initial value may take none where the values the steps make do).
-  std::vector<std::uint8_t> grad_first, grad_later;
-  std::size_t n_inputs = 0;
-};
-
 // What the rules of one step's ops read (`ops`: the step's copies, run: an op that has not
 // run may say it reads every input): per value, whether to keep it for backward (its op's
 // rule reads it as its output, or a reader's as an input); per node input, whether a rule
 // reads it (or a kept row of it).
-struct KeptValues {
-  std::vector<std::uint8_t> values, inputs;
-};
 KeptValues kept_values(const LoopWiring& w, std::span<const recur::detail::OpBox> ops) {
   KeptValues kept{std::vector<std::uint8_t>(w.n_values, 0), std::vector<std::uint8_t>(w.n_inputs, 0)};
   for (std::size_t k = 0; k < ops.size(); ++k) {
@@ -75,12 +48,6 @@ KeptValues kept_values(const LoopWiring& w, std::span<const recur::detail::OpBox
   return kept;
 }
 
-// Whether `s` at step t reads one of the node's inputs (whose gradient is the tape's), not a
-// value of the steps: a loop-invariant input, or a carry's initial value at step 0.
-bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {
-  return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t == 0);
-}
-
 struct CapturedLoop {
   static constexpr std::string_view name = "scan_captured_loop";
   std::shared_ptr<const LoopWiring> w;
@@ -97,6 +64,9 @@ struct CapturedLoop {
   mutable std::vector<Tensor> shapes;
   mutable std::vector<Tensor> more;
   mutable KeptValues kept;  // from the first step's copies of the ops, once they ran
+  // Where every op is one a planned loop runs (planned_loop_detail.hpp): that loop, which
+  // then holds what backward reads instead of `ops` and `values`.
+  mutable std::unique_ptr<PlannedLoop> planned;
 
   CapturedLoop(std::shared_ptr<const LoopWiring> wiring, std::int64_t n) : w(std::move(wiring)), steps(n) {}
   CapturedLoop(CapturedLoop&&) = default;
@@ -117,8 +87,11 @@ struct CapturedLoop {
   }
   Grads<Tensor> saved_tensors() const {
     Grads<Tensor> held;
+    if (planned) planned->held(held);
     for (const Tensor& v : values)
       if (v.defined()) held.push_back(v);
+    for (const recur::detail::OpBox& op : ops)  // what each step's copy keeps (a chain's values)
+      for (Tensor& v : op.saved()) held.push_back(std::move(v));
     return held;
   }
 
@@ -138,6 +111,12 @@ struct CapturedLoop {
   }
 
   Tensor forward(std::span<const Tensor> in) const {
+    if ((planned = plan_loop(*w, in, steps))) {
+      std::vector<Tensor> outs = planned->forward(in);
+      kept = planned->kept();
+      more.assign(outs.begin() + 1, outs.end());
+      return outs[0];
+    }
     const LoopWiring& wr = *w;
     const std::size_t n_ops = wr.ops.size(), n = wr.n_values;
     ops.clear();
@@ -267,6 +246,10 @@ struct CapturedLoop {
   // step), then the next step's reads, then this step's later ops'.
   Grads<Tensor> backward_values(const BackwardArgs<Tensor>& a) const {
     if (!a.sink) fail<ValueError>(name, "its backward runs inside a tape's backward pass only");
+    if (planned) {
+      planned->backward(a);
+      return Grads<Tensor>(a.inputs.size());  // every share went to the tape through a.sink
+    }
     const LoopWiring& wr = *w;
     const std::size_t n = wr.n_values, n_ops = wr.ops.size();
     boost::container::small_vector<const Tensor*, 4> out_grads{&a.grad};

@@ -24,6 +24,43 @@
 
 namespace recur::scan_engine::detail {
 
+// How the step's ops read each other and the node's inputs. Values are numbered per step:
+// the ops' outputs in order, then the rows the step reads.
+struct LoopWiring {
+  struct In {
+    enum class Kind : std::uint8_t { value, external, carried } kind = Kind::value;
+    std::uint32_t index = 0;  // value: its number; external: the node's input; carried: the carry
+  };
+  std::vector<recur::detail::OpBox> ops;  // the program's, copied at every step
+  std::vector<std::vector<In>> inputs;    // per op
+  std::vector<std::size_t> first;         // per op: its first value
+  std::vector<std::uint8_t> n_out, takes_gradient;  // per op
+  std::size_t n_op_values = 0, n_values = 0;
+  std::vector<std::uint32_t> row_source;  // per row value (from n_op_values on): the node input it reads row t of
+  std::vector<std::size_t> carry_result;  // per carry: the value the next step reads
+  struct Out {
+    std::size_t result;
+    bool stacked;
+  };
+  std::vector<Out> outputs;               // per node output
+  // Per value: whether it takes a gradient at step 0 and at the later steps (a carry's
+  // initial value may take none where the values the steps make do).
+  std::vector<std::uint8_t> grad_first, grad_later;
+  std::size_t n_inputs = 0;
+};
+
+// Per value of a loop's step, whether it is kept for backward; per node input, whether a
+// rule reads it.
+struct KeptValues {
+  std::vector<std::uint8_t> values, inputs;
+};
+
+// Whether `s` at step t reads one of the node's inputs (whose gradient is the tape's), not a
+// value of the steps: a loop-invariant input, or a carry's initial value at step 0.
+inline bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {
+  return s.kind == LoopWiring::In::Kind::external || (s.kind == LoopWiring::In::Kind::carried && t == 0);
+}
+
 // What the step's argument i is to the loop.
 struct LoopArg {
   enum class Kind : std::uint8_t { unread, carried, invariant };

@@ -283,6 +283,11 @@ struct ElementwiseChain {
 
 }  // namespace
 
+const ChainProgram* chain_program_of(const recur::detail::OpBox& op) {
+  const ElementwiseChain* chain = op.as<ElementwiseChain>();
+  return chain ? chain->program.get() : nullptr;
+}
+
 recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program) {
   chain::plan_backward(*program);
   return recur::detail::OpBox::make<recur::detail::kListArity>(ElementwiseChain(std::move(program)));

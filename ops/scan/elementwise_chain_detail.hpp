@@ -129,5 +129,7 @@ struct ChainProgram {
 // The op of a chain, for a captured step's program: inputs as in the program's operands,
 // outputs the values `outputs` names (the first its main output).
 recur::detail::OpBox elementwise_chain_op(std::shared_ptr<ChainProgram> program);
+// The program of `op` when it is elementwise_chain_op's, else nullptr.
+const ChainProgram* chain_program_of(const recur::detail::OpBox& op);
 
 }  // namespace recur::scan_engine::detail

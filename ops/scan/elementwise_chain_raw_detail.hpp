@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the elementwise chain: a chain compiled for one block (its layout's calls)
 // run on raw pointers. The chain op's forward and backward run through these, and so does a
-// captured loop that plans its buffers once for every step (lean_loop.cpp): the same calls on
+// captured loop that plans its buffers once for every step (planned_loop.cpp): the same calls on
 // the same kernels, the same bits.
 #include <memory>
 #include <span>

@@ -44,7 +44,7 @@ class WeightGradRows {
   std::int64_t filled_ = 0;
 };
 
-// A captured step's product as a loop runs it on buffers of its own (lean_loop.cpp): its
+// A captured step's product as a loop runs it on buffers of its own (planned_loop.cpp): its
 // kernels for h [m, k] W and g W^T with W `w`, kept by the op for the loop (nullptr where
 // matmul takes the product: not float32, W transposed), and where its weight gradient goes.
 struct StepProductKernels {
