@@ -1086,6 +1086,27 @@ TEST(ScanCapture, APlannedLoopEqualsTheLoopNodeToTheBit) {
   }
 }
 
+// Gradients asked of some inputs only (grad, not backward: the pass wants none of the
+// others, the sequence's input product among them): planned or not, the same bits.
+TEST(ScanCapture, APlannedLoopGivesTheGradientsAskedForOnly) {
+  const FusingChains fusing(true);
+  for (const CellCase& c : cells()) {
+    std::vector<Tensor> got[2];
+    for (const bool planned : {true, false}) {
+      const testing::LoopNodeScope node(true);
+      const testing::PlannedLoopScope scope(planned);
+      Tape tape;
+      const CellInputs in = make_inputs(tape, c);
+      const ScanResult r = scan_cell(c, in, Capture::required);
+      const Var loss = sum(r[0] * r[0] * r[0]);
+      for (const Var& wanted : {in.params[1], in.states[0], in.xs})
+        got[planned].push_back(grad(loss, wanted).value());
+    }
+    for (std::size_t k = 0; k < got[0].size(); ++k)
+      EXPECT_TRUE(testing::same_bytes(got[1][k], got[0][k])) << c.name << " gradient " << k;
+  }
+}
+
 // Where the loop cannot run as one node it is not planned either; where it runs its ops
 // itself (the switch off), nothing is planned.
 TEST(ScanCapture, OnlyALoopAsOneNodeRunsPlanned) {

@@ -36,6 +36,9 @@ struct PlannedOp {
   // A product h W ([m, k] [k, n], or W^T): its kernels (nullptr: matmul takes it).
   StepProductKernels product;
   std::int64_t m = 0, k = 0, n = 0;
+  // Per input: whether no other input of the op reads the same value (its gradient share
+  // may then be written straight into that value's gradient where it is the first).
+  std::vector<std::uint8_t> sole;
 };
 
 template <class T>
@@ -100,6 +103,8 @@ class Planned final : public PlannedLoop {
   // Per op value: [steps, ...] where kept (a stacked output's is the output), else [2, ...].
   std::vector<Tensor> holder_;
   std::vector<std::uint8_t> every_step_;
+  std::vector<std::uint32_t> readers_;  // per value: the op inputs that read it
+  std::vector<Shape> in_shapes_;        // per node input
   KeptValues kept_;
   mutable std::vector<T*> in_data_;
 };
@@ -110,6 +115,8 @@ bool Planned<T>::plan(std::span<const Tensor> in) {
   for (const Tensor& x : in)
     if (!x.defined() || x.dtype() != dtype_of<T>()) return false;
   const std::size_t n_op = w_.n_op_values;
+  in_shapes_.clear();
+  for (const Tensor& x : in) in_shapes_.push_back(x.shape());
   shape_.assign(w_.n_values, Shape{});
   numel_.assign(w_.n_values, 0);
   for (std::size_t r = 0; r < w_.row_source.size(); ++r) {
@@ -144,6 +151,16 @@ bool Planned<T>::plan(std::span<const Tensor> in) {
     shape_[w_.first[k]] = Shape{op.m, op.n};
   }
   for (std::size_t v = 0; v < w_.n_values; ++v) numel_[v] = numel(shape_[v]);
+  readers_.assign(w_.n_values, 0);
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    const std::vector<In>& ins = w_.inputs[k];
+    for (const In& s : ins) {
+      if (s.kind == In::Kind::value) ++readers_[s.index];
+      ops_[k].sole.push_back(std::count_if(ins.begin(), ins.end(), [&](const In& o) {
+                               return o.kind == s.kind && o.index == s.index;
+                             }) == 1);
+    }
+  }
   for (std::size_t c = 0; c < w_.carry_result.size(); ++c)
     if (shape_[w_.carry_result[c]] != in[c].shape()) return false;  // the next step would read another shape
   // What backward reads: a product's h and W, a chain's slots and outputs its rules read.
@@ -250,18 +267,23 @@ std::vector<Tensor> Planned<T>::forward(std::span<const Tensor> in) {
   return outs;
 }
 
+// A share of gradient g into d: the first taken as it is (copied: the same bits as taking
+// it), later ones added (acc + g, as the tape adds them).
+template <class T>
+void add_share(T* d, const T* g, std::int64_t n, bool first) {
+  if (first) std::copy_n(g, n, d);
+  else
+    for (std::int64_t i = 0; i < n; ++i) d[i] = d[i] + g[i];
+}
+
 // A gradient of one value during backward: its own buffer, and whether a share reached it.
 template <class T>
 struct Register {
   Tensor buffer;
   bool defined = false;
   T* data() { return static_cast<T*>(buffer.raw_data()); }
-  // A share: the first taken as it is (copied: the same bits as taking it), later ones added.
   void add(const T* g, std::int64_t n) {
-    T* d = data();
-    if (!defined) std::copy_n(g, n, d);
-    else
-      for (std::int64_t i = 0; i < n; ++i) d[i] = d[i] + g[i];
+    add_share(data(), g, n, !defined);
     defined = true;
   }
 };
@@ -308,12 +330,40 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
   std::vector<T> zero(static_cast<std::size_t>(largest), T(0)), product_grad(static_cast<std::size_t>(largest));
   // A share of gradient for operand `s` at step t: to a value's register, the node's input
   // (the tape's), or the previous step's carried value.
+  // Where a share for operand `s` at step t can be written as it is made, instead of made
+  // apart and then copied: the gradient buffer of a value or carried value that has no share
+  // yet (the first share is taken as it is: the same bits), or row t of a node's gradient
+  // that no share reached yet, for a row only this operand reads. nullptr: nowhere.
+  auto first_share_at = [&](const PlannedOp& op, std::size_t j, const In& s, std::int64_t t) -> T* {
+    if (!op.sole[j]) return nullptr;
+    if (s.kind == In::Kind::value && s.index < n_op) return g[s.index].defined ? nullptr : g[s.index].data();
+    if (s.kind == In::Kind::carried && t > 0) return carried[s.index].defined ? nullptr : carried[s.index].data();
+    if (s.kind != In::Kind::value || readers_[s.index] != 1 || g[s.index].defined) return nullptr;
+    const std::uint32_t source = w_.row_source[s.index - n_op];
+    if (!a.needs[source]) return nullptr;  // this pass wants no gradient of the node (grad of others)
+    bool fresh = false;
+    Tensor& acc = a.sink->dense_rows(source, t, t + 1, fresh);
+    return fresh ? static_cast<T*>(acc.raw_data()) + t * numel_[s.index] : nullptr;
+  };
+  // The share written there: its value's (or carried value's) gradient now has one.
+  auto took_first_share = [&](const In& s) {
+    if (s.kind == In::Kind::carried) carried[s.index].defined = true;
+    else if (s.index < n_op) g[s.index].defined = true;
+  };
   auto share = [&](const In& s, std::int64_t t, const T* src, std::int64_t count) {
     if (s.kind == In::Kind::value) return g[s.index].add(src, count);
     if (!reads_node_input(s, t)) return carried[s.index].add(src, count);
-    Tensor copy = Tensor::empty(a.inputs[s.index].shape(), dtype_of<T>());
-    std::copy_n(src, count, static_cast<T*>(copy.raw_data()));
-    a.sink->add(s.index, std::move(copy));
+    // The node's input's gradient so far, added to in place as the tape adds a share (the
+    // first taken as it is where its rows are fresh: the same bits); a scalar's handed over.
+    const Shape& shape = in_shapes_[s.index];
+    if (shape.empty()) {
+      Tensor copy = Tensor::empty(shape, dtype_of<T>());
+      std::copy_n(src, count, static_cast<T*>(copy.raw_data()));
+      return a.sink->add(s.index, std::move(copy));
+    }
+    bool fresh = false;
+    Tensor& acc = a.sink->dense_rows(s.index, 0, shape[0], fresh);
+    add_share(static_cast<T*>(acc.raw_data()), src, count, fresh);
   };
   for (std::int64_t t = steps_ - 1; t >= 0; --t) {
     // This step's results: what reached them from outside, then from the next step's reads
@@ -343,22 +393,25 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
         if (!g[v0].defined) continue;
         const T* gy = g[v0].data();
         const bool need_h = needs(ins[0]), need_w = needs(ins[1]);
+        T* const first = need_h ? first_share_at(op, 0, ins[0], t) : nullptr;
+        T* const dh = first ? first : product_grad.data();
         if (need_h) {  // dh = g W^T (g W with W transposed)
           bool done = false;
           if constexpr (std::is_same_v<T, float>) {
             if (op.product.backward && op.m * op.k > 0) {
-              (*op.product.backward)(gy, product_grad.data());
+              (*op.product.backward)(gy, dh);
               done = true;
             }
           }
           if (!done) {
             const Tensor r = matmul_t(g[v0].buffer, *ptrs[ins[1].index], false, !op.product.transpose_w);
-            std::copy_n(r.data<T>(), r.numel(), product_grad.data());
+            std::copy_n(r.data<T>(), r.numel(), dh);
           }
         }
         if (need_w)  // dW through the rows taken over many steps (weight_grad_rows_detail.hpp)
           op.product.rows->add<T>(a.sink->pass(), read(ins[0], t), gy, op.m, op.k, op.n, a.sink->dense(ins[1].index));
-        if (need_h) share(ins[0], t, product_grad.data(), op.m * op.k);
+        if (first) took_first_share(ins[0]);
+        else if (need_h) share(ins[0], t, dh, op.m * op.k);
         continue;
       }
       const ChainProgram& p = *op.chain;
@@ -380,11 +433,14 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
       const chain::CompiledBackward& calls = chain::compiled_backward(p, *op.layout, passes, calls_held);
       boost::container::small_vector<const T*, 8> operands;
       boost::container::small_vector<T*, 8> into(ins.size(), nullptr);
+      Flags direct(ins.size(), 0);
       for (std::size_t j = 0; j < ins.size(); ++j) {
         operands.push_back(read(ins[j], t));
         if (!need[j]) continue;
         Tensor& d = chain_grads[k][j];
-        into[j] = static_cast<T*>(d.raw_data());
+        T* const first = first_share_at(op, j, ins[j], t);
+        direct[j] = first != nullptr;
+        into[j] = first ? first : static_cast<T*>(d.raw_data());
         if (op.layout->writes[j] == chain::Writes::sum) std::fill_n(into[j], d.numel(), T(0));
       }
       // The values its rules read: outputs they read, and the rows forward kept.
@@ -400,8 +456,10 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
                              std::span<const T* const>(values.data(), values.size()),
                              std::span<const T* const>(out_grads.data(), out_grads.size()),
                              std::span<T* const>(into.data(), into.size()));
-      for (std::size_t j = 0; j < ins.size(); ++j)
-        if (need[j]) share(ins[j], t, into[j], chain_grads[k][j].numel());
+      for (std::size_t j = 0; j < ins.size(); ++j) {
+        if (direct[j]) took_first_share(ins[j]);
+        else if (need[j]) share(ins[j], t, into[j], chain_grads[k][j].numel());
+      }
     }
     // The rows this step read: their gradients into their nodes' rows t (as x[t]'s rule does).
     for (std::size_t r = 0; r < w_.row_source.size(); ++r) {
@@ -410,11 +468,7 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
       if (!g[v].defined || !a.needs[source]) continue;
       bool fresh = false;
       Tensor& acc = a.sink->dense_rows(source, t, t + 1, fresh);
-      T* const row = static_cast<T*>(acc.raw_data()) + t * numel_[v];
-      const T* src = g[v].data();
-      if (fresh) std::copy_n(src, numel_[v], row);
-      else
-        for (std::int64_t i = 0; i < numel_[v]; ++i) row[i] += src[i];
+      add_share(static_cast<T*>(acc.raw_data()) + t * numel_[v], g[v].data(), numel_[v], fresh);
     }
   }
 }
