@@ -1027,15 +1027,18 @@ TEST(ScanCapture, ALoopAsOneNodeHasGradientsOfGradients) {
 
 // ---- a loop node on planned buffers (ops/scan/planned_loop_detail.hpp) --------------------
 
-// A cell's loop as one node, planned or not, in `dtype`. The loss reads every output, or the
-// last one alone (`last_only`: the main output's gradient then reaches a step only from the
-// next step, and the last step's chain gets none for it); `retain`: two backward passes.
+// A cell's loop as one node, planned or not, in `dtype`. The loss reads every output, the
+// first alone or the last alone (`loss_on`): with the first alone, the other carries' values
+// get no gradient from outside, so their first share at each step comes from the next step's
+// chain (written where it goes); with the last alone, the main output's gradient reaches the
+// loop as zeros. `retain`: two backward passes.
+enum class LossOn { every, first, last };
 struct PlannedRun {
   CellRun run;
   std::uint64_t planned = 0;  // loops run planned
   std::size_t held_bytes = 0;
 };
-PlannedRun run_planned(const CellCase& c, bool planned, DType dtype, bool last_only, bool retain) {
+PlannedRun run_planned(const CellCase& c, bool planned, DType dtype, LossOn loss_on, bool retain) {
   const testing::LoopNodeScope node(true);
   const testing::PlannedLoopScope scope(planned);
   Tape tape;
@@ -1049,10 +1052,10 @@ PlannedRun run_planned(const CellCase& c, bool planned, DType dtype, bool last_o
   PlannedRun got;
   got.planned = scan_engine::detail::planned_loop_runs() - before;
   got.held_bytes = tape.memory_report().held_bytes;
-  Var loss = sum(r.outputs.back() * r.outputs.back() * r.outputs.back());
-  if (!last_only)
-    for (std::size_t j = 0; j + 1 < r.outputs.size(); ++j)
-      loss = loss + sum(r.outputs[j] * r.outputs[j] * r.outputs[j]);
+  auto cube_sum = [](const Var& v) { return sum(v * v * v); };
+  Var loss = cube_sum(loss_on == LossOn::first ? r.outputs.front() : r.outputs.back());
+  if (loss_on == LossOn::every)
+    for (std::size_t j = 0; j + 1 < r.outputs.size(); ++j) loss = loss + cube_sum(r.outputs[j]);
   got.run = {loss.value(), {}, {}, r.capture};
   for (const Var& out : r.outputs) got.run.outputs.push_back(out.value());
   for (int pass = 0; pass < (retain ? 2 : 1); ++pass) tape.backward(loss, {.retain_graph = retain});
@@ -1062,22 +1065,25 @@ PlannedRun run_planned(const CellCase& c, bool planned, DType dtype, bool last_o
   return got;
 }
 
-// Every cell, fused or not, in float64 and float32, every output in the loss or the last
-// alone, one backward pass or two: planned, the loop node gives the values and gradients it
-// gives running its ops itself, to the bit, and holds no more. The cells whose fused step is
-// all products and chains run planned (two_layers' chains are too short to fuse; unfused,
-// every step runs its ops one by one).
+// Every cell, fused or not, in float64 and float32, the loss on every output or one alone,
+// one backward pass or two: planned, the loop node gives the values and gradients it gives
+// running its ops itself, to the bit, and holds no more. The cells whose fused step is all
+// products and chains run planned (two_layers' chains are too short to fuse; unfused, every
+// step runs its ops one by one).
 TEST(ScanCapture, APlannedLoopEqualsTheLoopNodeToTheBit) {
   for (const bool fuse : {false, true}) {
     const FusingChains fusing(fuse);
     for (const CellCase& c : cells())
       for (const DType dtype : {f64, DType::float32})
-        for (const bool last_only : {false, true})
+        for (const LossOn loss_on : {LossOn::every, LossOn::first, LossOn::last})
           for (const bool retain : {false, true}) {
             const std::string what = c.name + (fuse ? " fused " : " ") + (dtype == f64 ? "float64" : "float32") +
-                                     (last_only ? " last output" : "") + (retain ? " two passes" : "");
-            const PlannedRun planned = run_planned(c, true, dtype, last_only, retain);
-            const PlannedRun node = run_planned(c, false, dtype, last_only, retain);
+                                     (loss_on == LossOn::first ? " first output"
+                                      : loss_on == LossOn::last ? " last output"
+                                                                : "") +
+                                     (retain ? " two passes" : "");
+            const PlannedRun planned = run_planned(c, true, dtype, loss_on, retain);
+            const PlannedRun node = run_planned(c, false, dtype, loss_on, retain);
             EXPECT_EQ(planned.planned, fuse && c.name != "two_layers" ? 1u : 0u) << what;
             EXPECT_EQ(node.planned, 0u) << what;
             EXPECT_LE(planned.held_bytes, node.held_bytes) << what;
@@ -1086,18 +1092,60 @@ TEST(ScanCapture, APlannedLoopEqualsTheLoopNodeToTheBit) {
   }
 }
 
+// A loop of one chain and no product: c' = tanh(c + x_t Wx) + sigmoid(c - x_t Wx), whose
+// rules read no carried value (sums and differences do not, tanh and sigmoid read their own
+// values). Kept as the last value only, c is in two reused rows (the step before's and this
+// step's); stacked, in the output. Three steps and seven, float64 and float32: planned or not,
+// the same bits.
+TEST(ScanCapture, APlannedLoopOfAChainAloneKeepsWhatNoRuleReadsInTwoRows) {
+  const FusingChains fusing(true);
+  for (const Keep keep : {Keep::last, Keep::all})
+    for (const std::int64_t steps : {std::int64_t{3}, kT})
+      for (const DType dtype : {f64, DType::float32}) {
+        const std::string what = std::string(keep == Keep::last ? "last" : "all") + " over " +
+                                 std::to_string(steps) + (dtype == f64 ? " steps, float64" : " steps, float32");
+        std::vector<Tensor> got[2];
+        for (const bool planned : {false, true}) {
+          const testing::LoopNodeScope node(true);
+          const testing::PlannedLoopScope scope(planned);
+          Tape tape;
+          const Var xs = tape.variable(init(5, {steps, kB, kI}, 1.0).to(dtype));
+          const Var wx = tape.variable(init(6, {kI, kH}).to(dtype));
+          const Var c0 = tape.variable(init(7, {kB, kH}).to(dtype));
+          auto step = [](S a) -> StepResult {
+            const Var u = matmul(a[0], a[2]);
+            return {tanh(a[1] + u) + sigmoid(a[1] - u)};
+          };
+          const std::uint64_t before = scan_engine::detail::planned_loop_runs();
+          const ScanResult r = scan(step, {.sequences = {xs}, .outputs_info = {c0}, .non_sequences = {wx},
+                                           .keep = keep, .capture = Capture::required});
+          EXPECT_EQ(scan_engine::detail::planned_loop_runs() - before, planned ? 1u : 0u) << what;
+          EXPECT_EQ(tape.memory_report().regions.back().step, "captured, one node") << what;
+          const Var loss = sum(r[0] * r[0] * r[0]);
+          tape.backward(loss);
+          got[planned] = {r[0].value(), loss.value(), xs.grad(), wx.grad(), c0.grad()};
+        }
+        for (std::size_t k = 0; k < got[0].size(); ++k)
+          EXPECT_TRUE(testing::same_bytes(got[1][k], got[0][k])) << what << ", value " << k;
+      }
+}
+
 // Gradients asked of some inputs only (grad, not backward: the pass wants none of the
-// others, the sequence's input product among them): planned or not, the same bits.
+// others, the initial states' among them when the sequence's is asked): planned or not, the
+// same bits.
 TEST(ScanCapture, APlannedLoopGivesTheGradientsAskedForOnly) {
   const FusingChains fusing(true);
   for (const CellCase& c : cells()) {
+    if (c.name == "two_layers") continue;  // not planned (its chains are too short to fuse)
     std::vector<Tensor> got[2];
     for (const bool planned : {true, false}) {
       const testing::LoopNodeScope node(true);
       const testing::PlannedLoopScope scope(planned);
       Tape tape;
       const CellInputs in = make_inputs(tape, c);
+      const std::uint64_t before = scan_engine::detail::planned_loop_runs();
       const ScanResult r = scan_cell(c, in, Capture::required);
+      EXPECT_EQ(scan_engine::detail::planned_loop_runs() - before, planned ? 1u : 0u) << c.name;
       const Var loss = sum(r[0] * r[0] * r[0]);
       for (const Var& wanted : {in.params[1], in.states[0], in.xs})
         got[planned].push_back(grad(loss, wanted).value());
