@@ -71,6 +71,7 @@ class Planned final : public PlannedLoop {
       T* const rows = in_data_[w_.row_source[v - w_.n_op_values]];
       return rows ? rows + t * numel_[v] : nullptr;
     }
+    if (!holder_[v].defined()) return nullptr;  // a value no rule reads, after forward
     return static_cast<T*>(const_cast<void*>(holder_[v].raw_data())) + (every_step_[v] ? t : t & 1) * numel_[v];
   }
   // What operand `s` reads at step t.
@@ -264,6 +265,9 @@ std::vector<Tensor> Planned<T>::forward(std::span<const Tensor> in) {
     else if (every_step_[o.result]) outs.push_back(holder_[o.result][steps_ - 1]);
     else outs.push_back(holder_[o.result][(steps_ - 1) & 1].clone());  // its buffer is reused
   }
+  // The values no rule reads are not held past forward.
+  for (std::size_t v = 0; v < w_.n_op_values; ++v)
+    if (!every_step_[v]) holder_[v] = Tensor();
   return outs;
 }
 
