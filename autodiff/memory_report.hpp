@@ -40,8 +40,10 @@ struct RegionMemory {
   std::string policy = "full tape";
   // How its steps were recorded: "captured" (the step function ran twice, the other steps
   // came from its program), "captured, one node" (and the loop ran as one tape node,
-  // ops/scan/captured_loop_detail.hpp) or "recorded" with the reason ("recorded: the step returns an
-  // until condition"); empty for a construct without steps of its own kind.
+  // ops/scan/captured_loop_detail.hpp), "captured, one node, planned" (and that node ran on
+  // buffers planned once, ops/scan/planned_loop_detail.hpp) or "recorded" with the reason
+  // ("recorded: the step returns an until condition"); empty for a construct without steps of
+  // its own kind.
   std::string step;
   std::size_t nodes = 0;          // nodes the region recorded (its steps and its stacking)
   std::size_t bytes = 0;          // bytes charged to those nodes (an enclosed region's included)

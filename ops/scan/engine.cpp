@@ -15,6 +15,7 @@
 #include <recur/ops/scan/engine_plan_detail.hpp>
 #include <recur/ops/scan/lengths_mask_detail.hpp>
 #include <recur/ops/scan/memory_policy_detail.hpp>
+#include <recur/ops/scan/planned_loop_detail.hpp>
 #include <recur/ops/scan/scan_scope_detail.hpp>
 #include <recur/ops/scan/step_program_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
@@ -143,15 +144,17 @@ class Run final : private detail::LoopState {
       ++arg;
     }
     for (const Var& v : p_.non_sequences) spec.args.push_back({detail::LoopArg::Kind::invariant, 0, v});
+    const std::uint64_t planned_before = detail::planned_loop_runs();
     std::optional<std::vector<Var>> outputs = detail::record_loop(tape_, *program_, spec);
     if (!outputs) return std::nullopt;
+    const bool planned = detail::planned_loop_runs() != planned_before;  // its forward ran planned
     ScanRun run;
     run.outputs = std::move(*outputs);
     run.steps = steps_;
     run.updates = updates_;
     run.capture = capture;
     replay_->drop_unread_before(before_steps_, base_);  // the input products' buffers, as the steps' replay does
-    note_region(steps_, policy, "captured, one node");
+    note_region(steps_, policy, planned ? "captured, one node, planned" : "captured, one node");
     return run;
   }
 
