@@ -25,27 +25,15 @@ namespace {
 
 using Kind = ValueRef::Kind;
 
-// What the rules of one step's ops read (`ops`: the step's copies, run: an op that has not
-// run may say it reads every input): per value, whether to keep it for backward (its op's
-// rule reads it as its output, or a reader's as an input); per node input, whether a rule
-// reads it (or a kept row of it).
+// What the rules of one step's ops read, from the ops themselves (`ops`: the step's copies,
+// run: an op that has not run may say it reads every input): a reader's inputs as it says,
+// and an op's main output where its rule reads it or it has others.
 KeptValues kept_values(const LoopWiring& w, std::span<const recur::detail::OpBox> ops) {
-  KeptValues kept{std::vector<std::uint8_t>(w.n_values, 0), std::vector<std::uint8_t>(w.n_inputs, 0)};
-  for (std::size_t k = 0; k < ops.size(); ++k) {
-    if (w.n_out[k] > 1 || ops[k].backward_reads(recur::detail::kBackwardOutput)) kept.values[w.first[k]] = 1;
-    for (std::size_t s = 0; s < w.inputs[k].size(); ++s) {
-      const LoopWiring::In& in = w.inputs[k][s];
-      if (!ops[k].backward_reads(s)) continue;
-      if (in.kind == LoopWiring::In::Kind::value) kept.values[in.index] = 1;
-      else kept.inputs[in.index] = 1;  // a node input (a carry's initial value at step 0)
-      if (in.kind == LoopWiring::In::Kind::carried) kept.values[w.carry_result[in.index]] = 1;
-    }
-  }
-  for (const LoopWiring::Out& o : w.outputs)
-    if (o.stacked) kept.values[o.result] = 1;  // a view of its row: free to keep
-  for (std::size_t r = 0; r < w.row_source.size(); ++r)
-    if (kept.values[w.n_op_values + r]) kept.inputs[w.row_source[r]] = 1;
-  return kept;
+  return kept_values(
+      w, [&](std::size_t k, std::size_t s) { return ops[k].backward_reads(s); },
+      [&](std::size_t k, std::size_t o) {
+        return o == 0 && (w.n_out[k] > 1 || ops[k].backward_reads(recur::detail::kBackwardOutput));
+      });
 }
 
 struct CapturedLoop {

@@ -55,6 +55,31 @@ struct KeptValues {
   std::vector<std::uint8_t> values, inputs;
 };
 
+// What the rules of a loop's step read: reads_input(k, s), whether op k's rule reads its input
+// s; keeps_output(k, o), whether the loop keeps op k's output o for a rule. A value is kept
+// where a rule reads it (a carried one as the step before's value; a stacked output's row is
+// free to keep), a node input where a rule reads it or a kept row of it.
+template <class ReadsInput, class KeepsOutput>
+KeptValues kept_values(const LoopWiring& w, const ReadsInput& reads_input, const KeepsOutput& keeps_output) {
+  KeptValues kept{std::vector<std::uint8_t>(w.n_values, 0), std::vector<std::uint8_t>(w.n_inputs, 0)};
+  for (std::size_t k = 0; k < w.ops.size(); ++k) {
+    for (std::size_t o = 0; o < w.n_out[k]; ++o)
+      if (keeps_output(k, o)) kept.values[w.first[k] + o] = 1;
+    for (std::size_t s = 0; s < w.inputs[k].size(); ++s) {
+      const LoopWiring::In& in = w.inputs[k][s];
+      if (!reads_input(k, s)) continue;
+      if (in.kind == LoopWiring::In::Kind::value) kept.values[in.index] = 1;
+      else kept.inputs[in.index] = 1;  // a node input (a carry's initial value at step 0)
+      if (in.kind == LoopWiring::In::Kind::carried) kept.values[w.carry_result[in.index]] = 1;
+    }
+  }
+  for (const LoopWiring::Out& o : w.outputs)
+    if (o.stacked) kept.values[o.result] = 1;
+  for (std::size_t r = 0; r < w.row_source.size(); ++r)
+    if (kept.values[w.n_op_values + r]) kept.inputs[w.row_source[r]] = 1;
+  return kept;
+}
+
 // Whether `s` at step t reads one of the node's inputs (whose gradient is the tape's), not a
 // value of the steps: a loop-invariant input, or a carry's initial value at step 0.
 inline bool reads_node_input(const LoopWiring::In& s, std::int64_t t) {

@@ -26,7 +26,8 @@ void run_compiled(const ChainProgram& p, const ChainLayout& layout, const ChainP
     in[i] = inputs[i].defined() ? inputs[i].data<T>() : nullptr;  // else unread: dropped
     into[i] = grads[i].defined() ? grads[i].data<T>() : nullptr;
   }
-  for (std::size_t o = 0; o < out_grads.size(); ++o) given[o] = out_grads[o].defined() ? out_grads[o].data<T>() : nullptr;
+  for (std::size_t o = 0; o < out_grads.size(); ++o)
+    given[o] = out_grads[o].defined() ? out_grads[o].data<T>() : nullptr;
   run_backward<T>(p, layout, f, std::span<const T* const>(in.data(), in.size()), values,
                   std::span<const T* const>(given.data(), given.size()), std::span<T* const>(into.data(), into.size()));
 }

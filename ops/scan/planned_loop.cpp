@@ -165,28 +165,16 @@ bool Planned<T>::plan(std::span<const Tensor> in) {
   for (std::size_t c = 0; c < w_.carry_result.size(); ++c)
     if (shape_[w_.carry_result[c]] != in[c].shape()) return false;  // the next step would read another shape
   // What backward reads: a product's h and W, a chain's slots and outputs its rules read.
-  kept_.values.assign(w_.n_values, 0);
-  kept_.inputs.assign(w_.n_inputs, 0);
-  auto keep = [&](const In& s) {
-    if (s.kind == In::Kind::value) kept_.values[s.index] = 1;
-    else kept_.inputs[s.index] = 1;  // an invariant, or a carry's initial value read at step 0
-    if (s.kind == In::Kind::carried) kept_.values[w_.carry_result[s.index]] = 1;
-  };
-  for (std::size_t k = 0; k < ops_.size(); ++k) {
-    const ChainProgram* p = ops_[k].chain;
-    if (!p) {
-      for (const In& s : w_.inputs[k]) keep(s);
-      continue;
-    }
-    for (std::size_t j = 0; j < p->slots.size(); ++j)
-      if (p->slots_read[j]) keep(w_.inputs[k][p->slots[j].input]);
-    for (std::size_t o = 0; o < p->outputs.size(); ++o)
-      if (p->outputs_read[o]) kept_.values[w_.first[k] + o] = 1;
-  }
-  for (const LoopWiring::Out& o : w_.outputs)
-    if (o.stacked) kept_.values[o.result] = 1;
-  for (std::size_t r = 0; r < w_.row_source.size(); ++r)
-    if (kept_.values[n_op + r]) kept_.inputs[w_.row_source[r]] = 1;
+  kept_ = kept_values(
+      w_,
+      [&](std::size_t k, std::size_t s) {
+        const ChainProgram* p = ops_[k].chain;
+        if (!p) return true;
+        for (std::size_t j = 0; j < p->slots.size(); ++j)
+          if (p->slots_read[j] && p->slots[j].input == s) return true;
+        return false;
+      },
+      [&](std::size_t k, std::size_t o) { return ops_[k].chain && ops_[k].chain->outputs_read[o]; });
   // The buffers: a row per step where kept, else two rows (step t's and the step before's).
   holder_.assign(n_op, Tensor());
   every_step_.assign(n_op, 0);
