@@ -59,11 +59,15 @@ class Planned final : public PlannedLoop {
   }
 
  private:
-  // The node's inputs' elements, or nullptr where one was dropped (no rule reads it).
+  // The node's inputs (in_), and their elements (in_data_: nullptr where one was dropped, as
+  // no rule reads it), for the calls that follow.
   void point_at(const auto& inputs, std::size_t n) const {
+    in_.assign(n, nullptr);
     in_data_.assign(n, nullptr);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < n; ++i) {
+      in_[i] = &inputs[i];
       if (inputs[i].defined()) in_data_[i] = static_cast<T*>(const_cast<void*>(inputs[i].raw_data()));
+    }
   }
   // Step t's elements of value v: a row of its node input, or of its buffer.
   T* at(std::size_t v, std::int64_t t) const {
@@ -81,10 +85,10 @@ class Planned final : public PlannedLoop {
     return at(w_.carry_result[s.index], t - 1);
   }
   // The same as a tensor (the products matmul takes).
-  Tensor view(const In& s, std::int64_t t, std::span<const Tensor* const> in) const {
+  Tensor view(const In& s, std::int64_t t) const {
     if (s.kind == In::Kind::value && s.index >= w_.n_op_values)
-      return (*in[w_.row_source[s.index - w_.n_op_values]])[t];
-    if (reads_node_input(s, t)) return *in[s.index];
+      return (*in_[w_.row_source[s.index - w_.n_op_values]])[t];
+    if (reads_node_input(s, t)) return *in_[s.index];
     const std::size_t v = s.kind == In::Kind::value ? s.index : w_.carry_result[s.index];
     const std::int64_t step = s.kind == In::Kind::value ? t : t - 1;
     return holder_[v][every_step_[v] ? step : step & 1];
@@ -93,8 +97,19 @@ class Planned final : public PlannedLoop {
     return s.kind == In::Kind::value ? shape_[s.index] : in[s.index].shape();
   }
 
+  // Where op's chain keeps its values at step t (values[k] for instruction k).
+  template <class P>
+  void point_at_kept(const PlannedOp& op, std::int64_t t, P* values) const {
+    const std::size_t n_kept = op.chain->kept.size();
+    if (n_kept == 0) return;
+    const std::int64_t total = op.layout->total;
+    T* const row =
+        static_cast<T*>(const_cast<void*>(op.inner.raw_data())) + t * static_cast<std::int64_t>(n_kept) * total;
+    for (std::size_t j = 0; j < n_kept; ++j) values[op.chain->kept[j]] = row + static_cast<std::int64_t>(j) * total;
+  }
+
   void forward_chain(const PlannedOp& op, std::size_t k, std::int64_t t) const;
-  void forward_product(const PlannedOp& op, std::size_t k, std::int64_t t, std::span<const Tensor* const> in) const;
+  void forward_product(const PlannedOp& op, std::size_t k, std::int64_t t) const;
 
   const LoopWiring& w_;
   std::int64_t steps_;
@@ -107,6 +122,7 @@ class Planned final : public PlannedLoop {
   std::vector<std::uint32_t> readers_;  // per value: the op inputs that read it
   std::vector<Shape> in_shapes_;        // per node input
   KeptValues kept_;
+  mutable std::vector<const Tensor*> in_;
   mutable std::vector<T*> in_data_;
 };
 
@@ -186,13 +202,11 @@ bool Planned<T>::plan(std::span<const Tensor> in) {
   }
   // The chains' layouts on step 0's operands (the same shapes at every step), compiled.
   point_at(in, in.size());
-  std::vector<const Tensor*> in_ptrs;
-  for (const Tensor& x : in) in_ptrs.push_back(&x);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     PlannedOp& op = ops_[k];
     if (!op.chain) continue;
     std::vector<Tensor> operands;
-    for (const In& s : w_.inputs[k]) operands.push_back(view(s, 0, in_ptrs));
+    for (const In& s : w_.inputs[k]) operands.push_back(view(s, 0));
     std::vector<const Tensor*> at;
     for (const Tensor& x : operands) at.push_back(&x);
     op.layout = &chain::layout_of(*op.chain, InputList<Tensor>(at.data(), at.size()), op.layout_held);
@@ -211,18 +225,13 @@ void Planned<T>::forward_chain(const PlannedOp& op, std::size_t k, std::int64_t 
   for (const In& s : w_.inputs[k]) ins.push_back(read(s, t));
   boost::container::small_vector<T*, 32> values(p.code.size(), nullptr);
   for (std::size_t o = 0; o < p.outputs.size(); ++o) values[p.outputs[o]] = at(w_.first[k] + o, t);
-  if (op.inner.defined()) {
-    const std::int64_t total = op.layout->total, n_kept = static_cast<std::int64_t>(p.kept.size());
-    T* const row = static_cast<T*>(const_cast<void*>(op.inner.raw_data())) + t * n_kept * total;
-    for (std::size_t j = 0; j < p.kept.size(); ++j) values[p.kept[j]] = row + static_cast<std::int64_t>(j) * total;
-  }
+  point_at_kept(op, t, values.data());
   chain::run_forward<T>(p, *op.layout, std::span<const T* const>(ins.data(), ins.size()),
                         std::span<T* const>(values.data(), values.size()));
 }
 
 template <class T>
-void Planned<T>::forward_product(const PlannedOp& op, std::size_t k, std::int64_t t,
-                                 std::span<const Tensor* const> in) const {
+void Planned<T>::forward_product(const PlannedOp& op, std::size_t k, std::int64_t t) const {
   T* const out = at(w_.first[k], t);
   if (op.m * op.n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
@@ -231,7 +240,7 @@ void Planned<T>::forward_product(const PlannedOp& op, std::size_t k, std::int64_
       return;
     }
   }
-  const Tensor r = matmul_t(view(w_.inputs[k][0], t, in), *in[w_.inputs[k][1].index], false, op.product.transpose_w);
+  const Tensor r = matmul_t(view(w_.inputs[k][0], t), *in_[w_.inputs[k][1].index], false, op.product.transpose_w);
   std::copy_n(r.data<T>(), r.numel(), out);
 }
 
@@ -239,13 +248,10 @@ template <class T>
 std::vector<Tensor> Planned<T>::forward(std::span<const Tensor> in) {
   ++runs;
   point_at(in, in.size());
-  std::vector<const Tensor*> in_ptrs;
-  for (const Tensor& x : in) in_ptrs.push_back(&x);
-  const auto ptrs = std::span<const Tensor* const>(in_ptrs.data(), in_ptrs.size());
   for (std::int64_t t = 0; t < steps_; ++t)
     for (std::size_t k = 0; k < ops_.size(); ++k) {
       if (ops_[k].chain) forward_chain(ops_[k], k, t);
-      else forward_product(ops_[k], k, t, ptrs);
+      else forward_product(ops_[k], k, t);
     }
   std::vector<Tensor> outs;
   for (const LoopWiring::Out& o : w_.outputs) {
@@ -284,9 +290,6 @@ template <class T>
 void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
   if (!a.sink) fail<ValueError>("scan_captured_loop", "its backward runs inside a tape's backward pass only");
   point_at(a.inputs, a.inputs.size());
-  std::vector<const Tensor*> in_ptrs;
-  for (std::size_t i = 0; i < a.inputs.size(); ++i) in_ptrs.push_back(&a.inputs[i]);
-  const auto ptrs = std::span<const Tensor* const>(in_ptrs.data(), in_ptrs.size());
   const std::size_t n = w_.n_values, n_op = w_.n_op_values;
   // Registers: per value, per carry (the share a step's value gets from the next step's reads).
   std::vector<Register<T>> g(n), carried(w_.carry_result.size());
@@ -396,7 +399,7 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
             }
           }
           if (!done) {
-            const Tensor r = matmul_t(g[v0].buffer, *ptrs[ins[1].index], false, !op.product.transpose_w);
+            const Tensor r = matmul_t(g[v0].buffer, *in_[ins[1].index], false, !op.product.transpose_w);
             std::copy_n(r.data<T>(), r.numel(), dh);
           }
         }
@@ -439,11 +442,7 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
       boost::container::small_vector<const T*, 32> values(p.code.size(), nullptr);
       for (std::size_t o = 0; o < p.outputs.size(); ++o)
         if (p.outputs_read[o]) values[p.outputs[o]] = at(v0 + o, t);
-      if (op.inner.defined()) {
-        const std::int64_t total = op.layout->total, n_kept = static_cast<std::int64_t>(p.kept.size());
-        const T* const row = static_cast<const T*>(op.inner.raw_data()) + t * n_kept * total;
-        for (std::size_t j = 0; j < p.kept.size(); ++j) values[p.kept[j]] = row + static_cast<std::int64_t>(j) * total;
-      }
+      point_at_kept(op, t, values.data());
       chain::run_backward<T>(p, *op.layout, calls, std::span<const T* const>(operands.data(), operands.size()),
                              std::span<const T* const>(values.data(), values.size()),
                              std::span<const T* const>(out_grads.data(), out_grads.size()),
