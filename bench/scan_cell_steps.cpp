@@ -2,6 +2,8 @@
 // a profiler or an instruction counter (valgrind --tool=callgrind) rather than for a
 // benchmark's statistics: one untimed step, then --rounds rounds of --steps steps each, and
 // the best round's time per step. recur_bench's scan_cell/* rows time the same steps.
+// --length, --batch and --hidden change the config's shape (a short loop's costs,
+// docs/performance.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@ int main(int argc, char** argv) {
   std::string form_name = "lstm", config_name = "S";
   int steps = 200, rounds = 5;
   bool recorded = false;
+  std::int64_t length = 0, batch = 0, hidden = 0;
   CLI::App app("Training steps of a cell written in scan (bench/scan_cells.hpp)", "recur_scan_cell_steps");
   app.add_option("--cell", form_name, "lstm, lstm_per_gate or gru")
       ->check(CLI::IsMember({"lstm", "lstm_per_gate", "gru"}));
@@ -23,6 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "training steps per round")->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "rounds; the best one is reported")->check(CLI::PositiveNumber);
   app.add_flag("--recorded", recorded, "record every step (Capture::off) instead of capturing it");
+  app.add_option("--length", length, "steps of the sequence, one backward over all (default: the config's)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "batch (default: the config's)")->check(CLI::PositiveNumber);
+  app.add_option("--hidden", hidden, "hidden size (default: the config's)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   const bench::CellForm form = form_name == "lstm"            ? bench::CellForm::lstm_merged
@@ -32,7 +39,11 @@ int main(int argc, char** argv) {
   const auto* config = std::find_if(std::begin(configs), std::end(configs),
                                     [&](const bench::rnn::Config& c) { return config_name == c.name; });
   bench::use_bench_threads();
-  const bench::ScanCellStep model(form, *config, recorded ? recur::Capture::off : recur::Capture::automatic);
+  bench::rnn::Config shape = *config;
+  if (length > 0) shape.steps = shape.chunk = length;
+  if (batch > 0) shape.batch = batch;
+  if (hidden > 0) shape.hidden = hidden;
+  const bench::ScanCellStep model(form, shape, recorded ? recur::Capture::off : recur::Capture::automatic);
   double loss = model.step();
   double best = 0;
   for (int r = 0; r < rounds; ++r) {

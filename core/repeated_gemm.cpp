@@ -265,10 +265,11 @@ bool RepeatedGemm<T>::use_libxsmm() {
 // in place against 59 with ldb 1000.
 template <class T>
 void RepeatedGemm<T>::pack_panels(std::int64_t tile) {
-  b_panels_.resize(static_cast<std::size_t>(k_ * n_));
+  // Every element is written below: no zeroing pass over a weight-sized buffer per loop.
+  b_panels_ = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(k_ * n_));
   for (std::int64_t first = 0; first < n_; first += tile) {
     const std::int64_t width = std::min(tile, n_ - first);
-    T* panel = b_panels_.data() + first * k_;
+    T* panel = b_panels_.get() + first * k_;
     if (b_transposed_) {  // columns [first, first + width) of op(B) are rows of the stored [n, k]
       transpose(width, k_, b_ + first * ldb_, ldb_, panel, width);
     } else {
@@ -304,7 +305,7 @@ void RepeatedGemm<T>::operator()(const T* a, T* c) const {
       const bool narrow = t == kn.tiles;
       const auto& kernels = narrow ? kn.narrow : kn.whole;
       const std::int64_t width = narrow ? kn.last_width : kn.width;
-      const T* panel = b_panels_.data() + t * kn.width * k_;
+      const T* panel = b_panels_.get() + t * kn.width * k_;
       for (std::int64_t q = 0; q < kn.chunks; ++q)
         kernels.of(q, kn.chunks)(panel + q * kn.chunk * width, a + q * kn.chunk, c + t * kn.width);
       if (kn.clears_upper_halves) clear_upper_halves();  // on the thread that ran the tile

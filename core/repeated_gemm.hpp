@@ -112,7 +112,7 @@ class RepeatedGemm {
   T beta_;
   bool split_ = false;                // libxsmm's tiles shared over recur's threads (large enough)
   bool split_always_ = false;         // StepSplit::always: shared even on a busy machine
-  std::vector<T> b_panels_;           // op(B) for libxsmm: each tile's columns contiguous
+  std::unique_ptr<T[]> b_panels_;     // op(B) for libxsmm: each tile's columns contiguous
   std::unique_ptr<Kernels> kernels_;  // libxsmm's, or null
   std::unique_ptr<detail::OnednnMatmul> onednn_;  // oneDNN's primitive, or null (both null: OpenBLAS)
 };

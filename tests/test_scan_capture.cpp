@@ -18,6 +18,7 @@
 #include <recur/autodiff/tape_access.hpp>
 #include <recur/ops/scan/elementwise_chain_plan_detail.hpp>
 #include <recur/ops/scan/step_rewrite_detail.hpp>
+#include <recur/ops/scan/weight_grad_rows_detail.hpp>
 
 #include "loop_node_scope.hpp"
 #include "scan_capture_cells.hpp"
@@ -185,6 +186,34 @@ TEST(ScanCapture, Float32StepProductsOnOnednnGiveTheRecordedResults) {
     EXPECT_STREQ(blas::RepeatedGemm<float>(3, kH, 4 * kH, w.data(), 4 * kH, true, 4 * kH, kH, 0.f).backend(), "onednn");
   }
   expect_float32_step_products_give_the_recorded_results(blas::StepGemm::onednn);
+}
+
+// A loop's float32 products run on a kernel of their own only where the loop has 16 rows
+// or more in all (steps x batch): below that, laying the weight out for the kernel costs more
+// than it saves, and matmul takes them (as the recorded step's do). The product's values are
+// matmul's there, to the bit.
+TEST(ScanCapture, TheProductsOfALoopOfFewRowsRunOnMatmul) {
+  Generator gen(3);
+  const Tensor w = uniform({kH, 4 * kH}, -1.0, 1.0, gen);
+  struct Case {
+    std::int64_t steps, batch;
+    bool kernel;
+  };
+  for (const Case c : {Case{3, 1, false}, Case{15, 1, false}, Case{5, 3, false}, Case{16, 1, true}, Case{4, 4, true},
+                       Case{200, 1, true}}) {
+    const auto rows = std::make_shared<scan_engine::detail::WeightGradRows>(c.steps * c.batch, false);
+    const recur::detail::OpBox op = scan_engine::detail::step_matmul_op(false, rows, c.steps);
+    const auto kernels = scan_engine::detail::step_product_kernels(op, c.batch, w);
+    ASSERT_TRUE(kernels.has_value());
+    const std::string name = std::to_string(c.steps) + " steps of " + std::to_string(c.batch);
+    EXPECT_EQ(kernels->forward != nullptr, c.kernel) << name;
+    EXPECT_EQ(kernels->backward != nullptr, c.kernel) << name;
+    if (c.kernel) continue;
+    const Tensor h = uniform({c.batch, kH}, -1.0, 1.0, gen);
+    const Tensor* inputs[] = {&h, &w};
+    const Tensor y = op.replay(InputList<Tensor>(inputs, 2));
+    EXPECT_EQ(testing::values(y), testing::values(matmul(h, w))) << name;
+  }
 }
 
 // No rows at all: nothing to batch, and the same (empty) results.

@@ -311,18 +311,24 @@ void Planned<T>::backward(const BackwardArgs<Tensor>& a) const {
     }
     return nullptr;
   };
-  // Per chain, where its inputs' gradients are written; a zero gradient for an output none reached.
+  // Per chain, where its inputs' gradients are written; a zero gradient for a chain's main
+  // output none reached, and a product's dh where it is not written in place (sized for
+  // those alone: a weight may be far larger than a step's values).
   std::vector<std::vector<Tensor>> chain_grads(ops_.size());
-  std::int64_t largest = 0;
+  std::int64_t chain_output = 0, product_operand = 0;
   for (std::size_t k = 0; k < ops_.size(); ++k) {
-    for (const In& s : w_.inputs[k]) {
-      const Shape& shape = s.kind == In::Kind::value ? shape_[s.index] : a.inputs[s.index].shape();
-      largest = std::max(largest, numel(shape));
-      if (ops_[k].chain) chain_grads[k].push_back(Tensor::empty(shape, dtype_of<T>()));
+    const PlannedOp& op = ops_[k];
+    if (!op.chain) {
+      product_operand = std::max(product_operand, op.m * op.k);
+      continue;
     }
-    largest = std::max(largest, numel_[w_.first[k]]);
+    for (const In& s : w_.inputs[k])
+      chain_grads[k].push_back(
+          Tensor::empty(s.kind == In::Kind::value ? shape_[s.index] : a.inputs[s.index].shape(), dtype_of<T>()));
+    chain_output = std::max(chain_output, numel_[w_.first[k]]);
   }
-  std::vector<T> zero(static_cast<std::size_t>(largest), T(0)), product_grad(static_cast<std::size_t>(largest));
+  std::vector<T> zero(static_cast<std::size_t>(chain_output), T(0));
+  std::vector<T> product_grad(static_cast<std::size_t>(product_operand));
   // A share of gradient for operand `s` at step t: to a value's register, the node's input
   // (the tape's), or the previous step's carried value.
   // Where a share for operand `s` at step t can be written as it is made, instead of made

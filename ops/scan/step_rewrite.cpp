@@ -221,10 +221,12 @@ class Rewriter {
         !TapeAccess::requires_grad(tape_, w.id()) || rows_per_step == 0)
       return;
     const bool tb = transposed_b(product);
-    auto rows = std::make_shared<WeightGradRows>(
-        std::max<std::int64_t>(1, kWeightGradRows / rows_per_step) * rows_per_step, tb);
+    // No more steps' rows than the loop has (a short loop's buffers stay small).
+    const std::int64_t steps =
+        std::clamp<std::int64_t>(kWeightGradRows / rows_per_step, 1, std::max<std::int64_t>(1, cx_.steps));
+    auto rows = std::make_shared<WeightGradRows>(steps * rows_per_step, tb);
     product.inputs[1] = {Kind::outer, weight_grad_sum(w, rows).id()};
-    product.op = step_matmul_op(tb, std::move(rows));
+    product.op = step_matmul_op(tb, std::move(rows), cx_.steps);
     ++counts_.batched_weight_grads;
   }
 

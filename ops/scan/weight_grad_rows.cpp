@@ -64,12 +64,16 @@ void WeightGradRows::add_product(const T* h, const T* g, std::int64_t rows, std:
 
 namespace {
 
+// Rows over a whole loop from which its products run on a kernel of their own (StepProduct).
+constexpr std::int64_t kKernelRows = 16;
+
 // A loop's h W, and backward's g W^T, in float32 on the kernel the layers' per-step products
 // use (core/repeated_gemm.hpp: libxsmm on the calling thread for small products, oneDNN for
 // large ones; made once for the loop's shape and W), kept between the loop's steps. float64
 // stays on matmul's OpenBLAS call, so that its values equal the recorded step's to the bit.
 class StepProduct {
  public:
+  explicit StepProduct(std::int64_t steps) { forward_.steps = backward_.steps = steps; }
   // h W, or an undefined Tensor where matmul has to take it (another dtype or shape).
   Tensor operator()(const Tensor& h, const Tensor& w) { return forward_.run(h, w, false); }
   // g W^T, or an undefined Tensor where matmul takes it.
@@ -85,6 +89,7 @@ class StepProduct {
  private:
   // One product a op(W) with W the same at every step, remade when W or the shape changes.
   struct Kernel {
+    std::int64_t steps = 0;  // of the loop
     std::unique_ptr<blas::RepeatedGemm<float>> gemm;
     StoragePtr weight;  // W's buffer, held: no other buffer can take its address meanwhile
     const float* w_data = nullptr;
@@ -94,6 +99,10 @@ class StepProduct {
     const blas::RepeatedGemm<float>* prepare(std::int64_t rows, std::int64_t inner, const Tensor& w,
                                              bool w_transposed) {
       if (w.dtype() != DType::float32 || w.rank() != 2 || inner != w.size(w_transposed ? 1 : 0)) return nullptr;
+      // Laying W out for the kernel takes about one pass over W, as a product of one row does:
+      // a loop of fewer rows in all than kKernelRows runs its products on matmul (a loop of
+      // 3 steps of batch 1 at H 256 spent more laying W out than in its products).
+      if (rows * steps < kKernelRows) return nullptr;
       const std::int64_t cols = w.size(w_transposed ? 0 : 1);
       if (!gemm || w.storage() != weight || w.data<float>() != w_data || rows != m || inner != k || cols != n) {
         gemm = std::make_unique<blas::RepeatedGemm<float>>(rows, cols, inner, w.data<float>(), w.size(1),
@@ -185,8 +194,9 @@ std::optional<StepProductKernels> step_product_kernels(const recur::detail::OpBo
   return k;
 }
 
-recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows) {
-  return recur::detail::OpBox::make<2>(StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>()});
+recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows, std::int64_t steps) {
+  return recur::detail::OpBox::make<2>(
+      StepMatmul{transpose_w, std::move(rows), std::make_shared<StepProduct>(steps)});
 }
 Var weight_grad_sum(const Var& w, std::shared_ptr<WeightGradRows> rows) {
   return record(WeightGradSum{std::move(rows)}, w);

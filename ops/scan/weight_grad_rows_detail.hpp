@@ -57,9 +57,9 @@ struct StepProductKernels {
 std::optional<StepProductKernels> step_product_kernels(const recur::detail::OpBox& op, std::int64_t m,
                                                        const Tensor& w);
 
-// The op of h W (transpose_w: h W^T) at one step of a captured step's program, its weight
-// gradient through `rows`.
-recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows);
+// The op of h W (transpose_w: h W^T) at one step of a captured step's program of `steps`
+// steps, its weight gradient through `rows`.
+recur::detail::OpBox step_matmul_op(bool transpose_w, std::shared_ptr<WeightGradRows> rows, std::int64_t steps);
 // W itself; its backward adds the rows `rows` still holds into W's gradient.
 Var weight_grad_sum(const Var& w, std::shared_ptr<WeightGradRows> rows);
 
