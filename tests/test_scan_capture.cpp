@@ -668,9 +668,12 @@ TEST(ScanCapture, StepsThatAreNotTheSameEveryStepAreRecordedAndSaySo) {
 TEST(ScanCapture, RequiredRefusesALimitationOfTheCapture) {
   Tape tape;
   const auto makes_a_variable = [](S a) -> StepResult { return a[0] + a[1] * Tape::current().variable(ones({2}, f64)); };
-  const ScanResult automatic = running_sum(makes_a_variable);
+  // (1024 steps: a smaller loop is recorded for its size before its program is read.)
+  const ScanResult automatic = running_sum(makes_a_variable, Capture::automatic, 1024);
   EXPECT_FALSE(automatic.capture.captured);
   EXPECT_EQ(automatic.capture.reason, "the step makes a variable (Tape::variable)");
+  const ScanResult small = running_sum(makes_a_variable);
+  EXPECT_EQ(small.capture.reason.rfind("the loop is too small for capture to pay", 0), 0u) << small.capture.reason;
   const std::uint32_t before = tape.size();
   try {
     running_sum(makes_a_variable, Capture::required);
@@ -684,13 +687,54 @@ TEST(ScanCapture, RequiredRefusesALimitationOfTheCapture) {
 TEST(ScanCapture, TheMemoryReportSaysWhichPathRan) {
   Tape tape;
   const Var w = tape.variable(init(3, {2}));
-  running_sum([&](S a) -> StepResult { return a[0] + a[1] * w; });
+  running_sum([&](S a) -> StepResult { return a[0] + a[1] * w; }, Capture::automatic, 1024);
   running_sum([&](S a) -> StepResult { return StepResult({a[0] + a[1] * w}, {}, until(greater(sum(a[1]), scalar_like(a[1], 100.0)))); });
+  running_sum([&](S a) -> StepResult { return a[0] + a[1] * w; });
   const MemoryReport report = tape.memory_report();
-  ASSERT_EQ(report.regions.size(), 2u);
+  ASSERT_EQ(report.regions.size(), 3u);
   EXPECT_EQ(report.regions[0].step, "captured");
   EXPECT_EQ(report.regions[1].step, "recorded: the step returns an until condition");
+  EXPECT_EQ(report.regions[2].step, "recorded: the loop is too small for capture to pay (5 steps of values of at "
+                                    "most 2 elements, under 2048 in all)");
   EXPECT_NE(report.to_string().find("captured"), std::string::npos);
+}
+
+// Capturing costs the trial's two steps again and some work per op; a loop of few elements
+// in all (steps x the step's largest value, under 2048) records its steps faster, so where
+// capture is automatic it is recorded, saying so, and the trial's two calls of the step
+// function are its first two steps (not made again). Capture::required captures it all the same.
+TEST(ScanCapture, ALoopTooSmallToPayIsRecordedUnlessCaptureIsRequired) {
+  Tape tape;
+  const Var w = tape.variable(init(3, {2}));
+  int calls = 0;
+  const StepFn step = [&](S a) -> StepResult {
+    ++calls;
+    return a[0] + a[1] * w;
+  };
+  struct Case {
+    Capture capture;
+    std::int64_t steps;
+    bool captured;
+  };
+  for (const Case c : {Case{Capture::automatic, 1023, false}, Case{Capture::automatic, 1024, true},
+                       Case{Capture::automatic, 5, false}, Case{Capture::required, 5, true},
+                       Case{Capture::required, 3, true}}) {
+    const std::string what = std::to_string(c.steps) + " steps" + (c.capture == Capture::required ? ", required" : "");
+    calls = 0;
+    const ScanResult r = running_sum(step, c.capture, c.steps);
+    EXPECT_EQ(r.capture.captured, c.captured) << what << ": " << r.capture.reason;
+    EXPECT_EQ(calls, 2 + (c.captured ? 0 : c.steps - 2)) << what;  // a captured loop calls it twice only
+    if (!c.captured) {
+      EXPECT_EQ(r.capture.reason, "the loop is too small for capture to pay (" + std::to_string(c.steps) +
+                                      " steps of values of at most 2 elements, under 2048 in all)");
+    }
+    // Either way h_t = x_t + h_{t-1} w, the same operations in the same order as this loop.
+    const std::vector<double> xs = testing::values(init(9, {c.steps, 2}, 1.0)), wv = testing::values(w.value());
+    std::vector<double> h(2, 0.0);
+    for (std::size_t t = 0; t < static_cast<std::size_t>(c.steps); ++t)
+      for (std::size_t j = 0; j < 2; ++j) h[j] = xs[2 * t + j] + h[j] * wv[j];
+    EXPECT_EQ(testing::values(index(r[0], 0, c.steps - 1).value()), h) << what;
+  }
 }
 
 // On a full tape, a captured step keeps no buffer that no backward rule reads: each step's

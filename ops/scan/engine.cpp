@@ -352,6 +352,24 @@ class Run final : private detail::LoopState {
     scope_.implicit_updates.clear();
   }
 
+  // Capturing costs a second call recorded with every op kept, reading both calls, the trial's
+  // two steps again (the loop replays them) and some work per op to rewrite and fuse the
+  // step; a step of few elements saves little at each step. Below kCaptureElements in all
+  // (steps x the largest value the step's first call made), recording is faster, so where
+  // capture is automatic that first call decides, before anything is read: measured with an
+  // LSTM cell (recur_scan_cell_steps --length), at B1 H32 capture pays from about 12 steps
+  // (128 elements a value), at B4 H32 from about 5, at B1 H256 from 3.
+  static constexpr std::int64_t kCaptureElements = 2048;
+  // `begin`: the first node the step's first call recorded.
+  std::optional<std::string> too_small_to_capture(std::uint32_t begin) const {
+    std::int64_t largest = 0;
+    for (std::uint32_t id = begin; id < tape_.size(); ++id)
+      if (const Tensor& v = TapeAccess::node(tape_, id).value; v.defined()) largest = std::max(largest, v.numel());
+    if (steps_ * largest >= kCaptureElements) return std::nullopt;
+    return "the loop is too small for capture to pay (" + std::to_string(steps_) + " steps of values of at most " +
+           std::to_string(largest) + " elements, under " + std::to_string(kCaptureElements) + " in all)";
+  }
+
   // Records the first two iterations with every op kept, as the loop would (`policy` told of
   // each), and reads each into a program. The same program twice: the iterations and the
   // policy are dropped and the loop replays the program from iteration 0. Otherwise the
@@ -387,6 +405,8 @@ class Run final : private detail::LoopState {
           refusal = {true, "the step reads a value on the host (item() or at())"};
         else if (loops_started != loops)
           refusal = {true, "the step runs a loop of its own (that loop captures its own step)"};
+        else if (auto small = t == 0 && mode == Capture::automatic ? too_small_to_capture(begin) : std::nullopt)
+          refusal = {true, std::move(*small)};  // before the program is read: the loop goes on recording
         else {
           auto [program, why] = detail::read_program(
               tape_, {.loop_begin = mark, .begin = begin, .end = tape_.size(), .args = args_, .result = &r,

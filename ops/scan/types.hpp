@@ -108,11 +108,13 @@ enum class Keep { all, last };
 // Whether scan captures its step (docs/scan.md, "Captured steps"): records the step
 // function's first two calls, and when they record the same program, records the other
 // steps from it without calling the function.
-//   automatic  capture where it is safe, else record every call (the default);
+//   automatic  capture where it is safe and pays, else record every call (the default;
+//              a loop of fewer than 2048 elements in all, steps x the step's largest
+//              value, records faster than it captures: docs/scan.md);
 //   off        record every call of the step function;
-//   required   as automatic, but a step that could be the same at every step and is not
-//              captured (an op that cannot be copied or described, a loop inside the
-//              step) is a ValueError naming the reason.
+//   required   capture where it is safe, whatever the loop's size; a step that could be
+//              the same at every step and is not captured (an op that cannot be copied or
+//              described, a loop inside the step) is a ValueError naming the reason.
 // The process default is automatic; the environment variable RECUR_SCAN_CAPTURE (off,
 // automatic or required), read once, changes it (the test suite runs its scan tests with
 // each).
