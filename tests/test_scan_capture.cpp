@@ -626,11 +626,12 @@ TEST(ScanCapture, SecondOrderThroughACapturedStep) {
 
 // ---- what is not captured, and why --------------------------------------------------------
 
-// h_t = step(x_t, h_{t-1}) over `steps` rows of a fixed xs, from zeros.
-ScanResult running_sum(const StepFn& step, Capture capture = Capture::automatic, std::int64_t steps = 5) {
+// h_t = step(x_t, h_{t-1}) over `steps` rows of a fixed xs [steps, width], from zeros.
+ScanResult running_sum(const StepFn& step, Capture capture = Capture::automatic, std::int64_t steps = 5,
+                       std::int64_t width = 2) {
   Tape& tape = Tape::current();
-  return scan(step, {.sequences = {tape.constant(init(9, {steps, 2}, 1.0))},
-                     .outputs_info = {tape.constant(zeros({2}, f64))},
+  return scan(step, {.sequences = {tape.constant(init(9, {steps, width}, 1.0))},
+                     .outputs_info = {tape.constant(zeros({width}, f64))},
                      .capture = capture});
 }
 
@@ -694,56 +695,53 @@ TEST(ScanCapture, TheMemoryReportSaysWhichPathRan) {
   ASSERT_EQ(report.regions.size(), 3u);
   EXPECT_EQ(report.regions[0].step, "captured");
   EXPECT_EQ(report.regions[1].step, "recorded: the step returns an until condition");
-  EXPECT_EQ(report.regions[2].step, "recorded: the loop is too small for capture to pay (5 steps of values of at "
-                                    "most 2 elements, under 2048 in all)");
+  EXPECT_EQ(report.regions[2].step,
+            "recorded: the loop is too small for capture to pay (5 steps of values of at most 2 elements)");
   EXPECT_NE(report.to_string().find("captured"), std::string::npos);
 }
 
-// Capturing costs the trial's two steps again and some work per op; a loop of few elements
-// in all (steps x the step's largest value, under 2048) records its steps faster, so where
-// capture is automatic it is recorded, saying so, and the trial's two calls of the step
-// function are its first two steps (not made again). Capture::required captures it all the same.
+// Capturing costs the trial's two steps again and work per op; a loop of few elements in all
+// (steps x the step's largest value, under 2048), or of fewer than 6 steps of values under
+// 16384 elements, records its steps faster, so where capture is automatic it is recorded,
+// saying so, and the trial's call of the step function is its first step (not made again).
+// Capture::required captures it all the same.
 TEST(ScanCapture, ALoopTooSmallToPayIsRecordedUnlessCaptureIsRequired) {
   Tape tape;
-  const Var w = tape.variable(init(3, {2}));
   int calls = 0;
-  const StepFn step = [&](S a) -> StepResult {
-    ++calls;
-    return a[0] + a[1] * w;
-  };
   struct Case {
     Capture capture;
-    std::int64_t steps;
+    std::int64_t steps, width;
     bool captured;
   };
-  for (const Case c : {Case{Capture::automatic, 1023, false}, Case{Capture::automatic, 1024, true},
-                       Case{Capture::automatic, 5, false}, Case{Capture::required, 5, true},
-                       Case{Capture::required, 3, true}}) {
-    const std::string what = std::to_string(c.steps) + " steps" + (c.capture == Capture::required ? ", required" : "");
+  for (const Case c : {Case{Capture::automatic, 1023, 2, false}, Case{Capture::automatic, 1024, 2, true},
+                       Case{Capture::automatic, 5, 2, false}, Case{Capture::automatic, 5, 4096, false},
+                       Case{Capture::automatic, 6, 512, true}, Case{Capture::automatic, 3, 16384, true},
+                       Case{Capture::required, 5, 2, true}, Case{Capture::required, 3, 2, true}}) {
+    const std::string what = std::to_string(c.steps) + " steps of " + std::to_string(c.width) +
+                             (c.capture == Capture::required ? ", required" : "");
+    const Var w = tape.variable(init(3, {c.width}));
+    const StepFn step = [&](S a) -> StepResult {
+      ++calls;
+      return a[0] + a[1] * w;
+    };
     calls = 0;
-    const ScanResult r = running_sum(step, c.capture, c.steps);
+    const ScanResult r = running_sum(step, c.capture, c.steps, c.width);
     EXPECT_EQ(r.capture.captured, c.captured) << what << ": " << r.capture.reason;
-    EXPECT_EQ(calls, 2 + (c.captured ? 0 : c.steps - 2)) << what;  // a captured loop calls it twice only
+    EXPECT_EQ(calls, c.captured ? 2 : c.steps) << what;  // a captured loop calls it twice only
     if (!c.captured) {
       EXPECT_EQ(r.capture.reason, "the loop is too small for capture to pay (" + std::to_string(c.steps) +
-                                      " steps of values of at most 2 elements, under 2048 in all)");
+                                      " steps of values of at most " + std::to_string(c.width) + " elements)");
     }
     // Either way h_t = x_t + h_{t-1} w, the same operations in the same order as this loop.
-    const std::vector<double> xs = testing::values(init(9, {c.steps, 2}, 1.0)), wv = testing::values(w.value());
-    std::vector<double> h(2, 0.0);
+    const std::vector<double> xs = testing::values(init(9, {c.steps, c.width}, 1.0)), wv = testing::values(w.value());
+    const auto n = static_cast<std::size_t>(c.width);
+    std::vector<double> h(n, 0.0);
     for (std::size_t t = 0; t < static_cast<std::size_t>(c.steps); ++t)
-      for (std::size_t j = 0; j < 2; ++j) h[j] = xs[2 * t + j] + h[j] * wv[j];
+      for (std::size_t j = 0; j < n; ++j) h[j] = xs[n * t + j] + h[j] * wv[j];
     EXPECT_EQ(testing::values(index(r[0], 0, c.steps - 1).value()), h) << what;
   }
 }
 
-// On a full tape, a captured step keeps no buffer that no backward rule reads: each step's
-// product with h (only the gates' sums read it) and the input product over every step (read
-// by rows, then sums). Recorded, the same loop holds both. The bytes held go down by their
-// size, and the values and gradients are those of the recorded loop (the cells' tests above).
-// The chain of the gates keeps four of the five values its rules read (i, f, g and o; tanh c'
-// is made again in backward from f, c, i and g, as the fused layer does), not h' and c',
-// which live in the stacked outputs.
 TEST(ScanCapture, BuffersNoRuleReadsAreNotHeld) {
   const CellCase c = cells()[0];  // lstm_merged: a [B, 4H] product per step, a [T, B, 4H] one before
   auto bytes_of = [](const MemoryReport& report, const std::string& op) {

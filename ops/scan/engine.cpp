@@ -353,21 +353,25 @@ class Run final : private detail::LoopState {
   }
 
   // Capturing costs a second call recorded with every op kept, reading both calls, the trial's
-  // two steps again (the loop replays them) and some work per op to rewrite and fuse the
-  // step; a step of few elements saves little at each step. Below kCaptureElements in all
-  // (steps x the largest value the step's first call made), recording is faster, so where
-  // capture is automatic that first call decides, before anything is read: measured with an
-  // LSTM cell (recur_scan_cell_steps --length), at B1 H32 capture pays from about 12 steps
-  // (128 elements a value), at B4 H32 from about 5, at B1 H256 from 3.
-  static constexpr std::int64_t kCaptureElements = 2048;
+  // two steps again (the loop replays them) and work per op and per weight to rewrite, fuse
+  // and plan the step (a weight laid out for its products, its gradient summed apart); each
+  // step after that saves the tape's work per op and, on larger values, what the rewrites
+  // gain. So where capture is automatic, the step's first call decides, before anything is
+  // read, from steps and the largest value it made: capture where steps x largest comes to
+  // kCaptureElements and there are kCaptureSteps steps, or fewer steps of values of
+  // kLargeValue elements or more. Measured with an LSTM cell (recur_scan_cell_steps
+  // --length --batch --hidden, captured against recorded): capture paid from about 12 steps
+  // at B1 H32 (values of 128 elements), 5 at B4 H32, 6 at B8 H128 and B32 H64, 3 at B1 H256
+  // and at B32 H256 (32768 elements).
+  static constexpr std::int64_t kCaptureElements = 2048, kCaptureSteps = 6, kLargeValue = 16384;
   // `begin`: the first node the step's first call recorded.
   std::optional<std::string> too_small_to_capture(std::uint32_t begin) const {
     std::int64_t largest = 0;
     for (std::uint32_t id = begin; id < tape_.size(); ++id)
       if (const Tensor& v = TapeAccess::node(tape_, id).value; v.defined()) largest = std::max(largest, v.numel());
-    if (steps_ * largest >= kCaptureElements) return std::nullopt;
+    if (steps_ * largest >= kCaptureElements && (steps_ >= kCaptureSteps || largest >= kLargeValue)) return std::nullopt;
     return "the loop is too small for capture to pay (" + std::to_string(steps_) + " steps of values of at most " +
-           std::to_string(largest) + " elements, under " + std::to_string(kCaptureElements) + " in all)";
+           std::to_string(largest) + " elements)";
   }
 
   // Records the first two iterations with every op kept, as the loop would (`policy` told of

@@ -108,9 +108,9 @@ enum class Keep { all, last };
 // Whether scan captures its step (docs/scan.md, "Captured steps"): records the step
 // function's first two calls, and when they record the same program, records the other
 // steps from it without calling the function.
-//   automatic  capture where it is safe and pays, else record every call (the default;
-//              a loop of fewer than 2048 elements in all, steps x the step's largest
-//              value, records faster than it captures: docs/scan.md);
+//   automatic  capture where it is safe and pays, else record every call (the default; a
+//              loop of few steps of small values records faster than it captures, decided
+//              from its first call: docs/scan.md, "Captured steps");
 //   off        record every call of the step function;
 //   required   capture where it is safe, whatever the loop's size; a step that could be
 //              the same at every step and is not captured (an op that cannot be copied or
