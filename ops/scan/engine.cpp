@@ -369,7 +369,8 @@ class Run final : private detail::LoopState {
     std::int64_t largest = 0;
     for (std::uint32_t id = begin; id < tape_.size(); ++id)
       if (const Tensor& v = TapeAccess::node(tape_, id).value; v.defined()) largest = std::max(largest, v.numel());
-    if (steps_ * largest >= kCaptureElements && (steps_ >= kCaptureSteps || largest >= kLargeValue)) return std::nullopt;
+    const bool pays = steps_ * largest >= kCaptureElements && (steps_ >= kCaptureSteps || largest >= kLargeValue);
+    if (pays) return std::nullopt;
     return "the loop is too small for capture to pay (" + std::to_string(steps_) + " steps of values of at most " +
            std::to_string(largest) + " elements)";
   }
