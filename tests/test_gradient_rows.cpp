@@ -114,12 +114,13 @@ TEST(GradientRows, AWholeGradientJoinsTheRows) {
 
 // A loop over the rows (scan's sequence): every row written once, last first, with and without capture.
 TEST(GradientRows, AScanOverTheRowsGivesEachRowItsGradient) {
-  for (Capture capture : {Capture::off, Capture::automatic}) {
+  for (Capture capture : {Capture::off, Capture::required}) {
     Tape tape;
     const Var x = rows_variable(tape);
     const Var h0 = tape.constant(zeros({3}, f64));
     ScanResult r = scan([](std::span<const Var> a) -> StepResult { return {a[1] * 0.5 + a[0]}; },
                         {.sequences = {x}, .outputs_info = {h0}, .capture = capture});
+    EXPECT_EQ(r.capture.captured, capture == Capture::required) << r.capture.reason;
     tape.backward(sum(r[0]));
     // h_t = sum_{s <= t} 0.5^(t - s) x_s, so dL/dx_s = sum_{t >= s} 0.5^(t - s) over t < 5.
     std::vector<double> want;
