@@ -119,7 +119,7 @@ void gemm_as(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T
   if (!ta && alpha == T(1) && detail::runs_in_row_blocks<T>(m, n, k, static_cast<double>(beta))) {
     // (blas_narrow_detail.hpp) Blocks of kRowBlock rows of A on one RepeatedGemm; the rest, fewer, here.
     const std::int64_t blocks = m / detail::kRowBlock, block_rows = detail::kRowBlock;
-    const RepeatedGemm<T> block(block_rows, n, k, b, ldb, tb, lda, ldc, T(0));
+    const RepeatedGemm<T> block(block_rows, n, k, b, ldb, tb, lda, ldc, T(0), blocks);
     for (std::int64_t i = 0; i < blocks; ++i) block(a + i * block_rows * lda, c + i * block_rows * ldc);
     if (const std::int64_t rest = m - blocks * block_rows; rest > 0)
       run(false, tb, rest, n, a + blocks * block_rows * lda, lda, b, ldb, c + blocks * block_rows * ldc, ldc);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <recur/core/blas.hpp>
+#include <recur/core/blas_kernel_detail.hpp>
+#include <recur/core/openblas_cblas_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
 #include <recur/core/tile_team.hpp>
@@ -56,6 +58,9 @@ constexpr double kMaxFlops = 64e6;
 // 1.26-1.34x faster training steps (docs/performance.md); S's products (below 0.1 MFLOP)
 // would pay more to share than they take.
 constexpr double kSplitFlops = 1e6;
+
+// Rows over all runs from which B laid out pays where OpenBLAS reads it in place (worth_laying_out).
+constexpr std::int64_t kLaidOutRows = 16;
 
 }  // namespace
 
@@ -198,10 +203,27 @@ bool RepeatedGemm<T>::libxsmm_tiles_of_shared_size(std::int64_t m, std::int64_t 
   return libxsmm_built_in() && m > 0 && n > 0 && k > 0 && on_libxsmm(flops) && flops >= kSplitFlops;
 }
 
+// A product run once gains nothing from B laid out for it: OpenBLAS lays out what it needs
+// for that one product itself (nn::LSTM on one step of batch 1 at H 256 spent ~40% of its
+// time laying W_hh out, perf). From two runs on, B laid out once pays where OpenBLAS lays
+// it out again at every product, as its AVX2 kernels do (Haswell's, batch 1, H 256, 3
+// steps: 0.24 ms a training step against 0.80). Its AVX-512 kernel sets read B in place
+// for products up to 10^6 m n k (their small-matrix kernels), and up to half that they beat
+// B laid out below 16 rows in all (batch 1, H 256, 3 steps: nn::LSTM 0.19-0.23 ms against
+// 0.41-0.42 laid out; a captured LSTM cell, 8 steps: 0.69-0.76 against 1.02-1.04); nn::GRU
+// at H 512 (m n k 786k), 4 steps, took 2.3-2.6 ms on them against 1.8-1.9 laid out.
+template <class T>
+bool RepeatedGemm<T>::worth_laying_out(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs) {
+  if (m <= 0 || runs < 2) return false;
+  const bool read_in_place = flops_of(m, n, k) <= 1e6 && detail::is_avx512_core(openblas_get_corename());
+  return !read_in_place || runs >= (kLaidOutRows + m - 1) / m;  // m runs >= kLaidOutRows, without overflow
+}
+
 template <class T>
 RepeatedGemm<T>::RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* b, std::int64_t ldb,
-                              bool b_transposed, std::int64_t lda, std::int64_t ldc, T beta)
+                              bool b_transposed, std::int64_t lda, std::int64_t ldc, T beta, std::int64_t runs)
     : m_(m), n_(n), k_(k), ldb_(ldb), lda_(lda), ldc_(ldc), b_(b), b_transposed_(b_transposed), beta_(beta) {
+  if (!worth_laying_out(m, n, k, runs)) return;  // OpenBLAS
   const StepGemm how = step_gemm();
   const double flops = flops_of(m, n, k);
   const bool small = flops <= kMaxFlops;

@@ -28,6 +28,7 @@
 // ones on libxsmm and the rest on OpenBLAS, `onednn` sends every float32 product to oneDNN
 // (double to OpenBLAS); `auto` (the default) chooses as above.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -78,12 +79,15 @@ void set_chunk_rows(std::int64_t rows);
 }  // namespace detail
 
 // C[m, n] = A[m, k] op(B) + beta C, row-major with row strides lda, ldc; op(B) = B [k, n]
-// (ldb), or with b_transposed, B is stored as [n, k] (ldb) and op(B) its transpose.
+// (ldb), or with b_transposed, B is stored as [n, k] (ldb) and op(B) its transpose. `runs`:
+// how many products it will run at most (a loop's steps; unknown: many). Where they are too
+// few to pay for laying B out (worth_laying_out), they run on OpenBLAS.
 template <class T>
 class RepeatedGemm {
  public:
   RepeatedGemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* b, std::int64_t ldb, bool b_transposed,
-               std::int64_t lda, std::int64_t ldc, T beta);
+               std::int64_t lda, std::int64_t ldc, T beta,
+               std::int64_t runs = std::numeric_limits<std::int64_t>::max());
   ~RepeatedGemm();
   RepeatedGemm(const RepeatedGemm&) = delete;
   RepeatedGemm& operator=(const RepeatedGemm&) = delete;
@@ -101,6 +105,10 @@ class RepeatedGemm {
   // primitive, reordering B). libxsmm may still make no kernel: the product then runs on
   // OpenBLAS.
   static bool libxsmm_tiles_of_shared_size(std::int64_t m, std::int64_t n, std::int64_t k);
+  // Whether `runs` products [m, k] x [k, n] are enough to pay for laying B out for libxsmm
+  // or oneDNN: two or more, and 16 rows or more in all where OpenBLAS's kernels read B in
+  // place (its AVX-512 kernel sets, small products; repeated_gemm.cpp).
+  static bool worth_laying_out(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs);
 
  private:
   struct Kernels;

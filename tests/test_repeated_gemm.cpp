@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include <recur/core/blas_kernel_detail.hpp>
 #include <recur/core/blas_narrow_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
@@ -150,6 +152,56 @@ TEST(RepeatedGemm, OpenblasEqualsAPlainLoop) {
       expect_product_right<float>(StepGemm::openblas, s, transposed, 1.f, "openblas");
       expect_product_right<double>(StepGemm::openblas, s, transposed, 0.0, "openblas");
     }
+}
+
+// A product run once, or too few rows in all where OpenBLAS reads B in place (its AVX-512
+// kernel sets, small products), does not pay for laying B out: it runs on OpenBLAS, whichever
+// backend is chosen, with OpenBLAS's bits. Above that it runs on the chosen backend (where
+// built in and it makes a kernel for the shape).
+TEST(RepeatedGemm, AProductRunTooFewTimesRunsOnOpenblas) {
+  using R = RepeatedGemm<float>;
+  const bool avx512_core = blas::detail::is_avx512_core(recur::blas_info().core);
+  std::cout << "OpenBLAS runs " << recur::blas_info().core << ": " << (avx512_core ? "" : "no ")
+            << "small products read B in place\n";
+  for (const std::int64_t m : {1, 4, 16, 64}) {
+    EXPECT_FALSE(R::worth_laying_out(m, 1024, 256, 1)) << m << " rows, one run";
+    EXPECT_FALSE(R::worth_laying_out(m, 1024, 256, 0)) << m << " rows, no run";
+  }
+  EXPECT_FALSE(R::worth_laying_out(0, 1024, 256, 100));
+  // Larger products (m n k above 5 x 10^5): from two runs on, on any kernel set.
+  EXPECT_TRUE(R::worth_laying_out(1, 2048, 512, 2));
+  EXPECT_TRUE(R::worth_laying_out(1, 1536, 512, 2));
+  EXPECT_TRUE(R::worth_laying_out(2, 1024, 1024, std::numeric_limits<std::int64_t>::max()));
+  // Small ones (1 x 1024 x 256, 3 x 130 x 7): from 16 rows in all where OpenBLAS reads B in place.
+  EXPECT_EQ(R::worth_laying_out(1, 1024, 256, 15), !avx512_core);
+  EXPECT_TRUE(R::worth_laying_out(1, 1024, 256, 16));
+  EXPECT_EQ(R::worth_laying_out(3, 130, 7, 5), !avx512_core);
+  EXPECT_TRUE(R::worth_laying_out(3, 130, 7, 6));
+  EXPECT_EQ(R::worth_laying_out(3, 130, 7, 2), !avx512_core);
+  EXPECT_TRUE(R::worth_laying_out(16, 1024, 256, 2)) << "16 rows in two runs";
+  const Shape3 s{3, 130, 7};
+  const auto [lda, ldb, ldc] = strides_of(s, true);
+  const std::vector<float> a = random_values<float>(static_cast<std::size_t>(s.m * lda), 1);
+  const std::vector<float> b = random_values<float>(static_cast<std::size_t>(s.n * ldb), 2);
+  const std::vector<float> c0 = random_values<float>(static_cast<std::size_t>(s.m * ldc), 3);
+  std::vector<float> want = c0;
+  blas::gemm(false, true, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, 1.f, want.data(), ldc);
+  for (StepGemm which : {StepGemm::automatic, StepGemm::libxsmm, StepGemm::onednn}) {
+    const UseStepGemm use(which);
+    const RepeatedGemm<float> few(s.m, s.n, s.k, b.data(), ldb, true, lda, ldc, 1.f, 1);
+    EXPECT_STREQ(few.backend(), "openblas") << static_cast<int>(which);
+    std::vector<float> c = c0;
+    few(a.data(), c.data());
+    EXPECT_EQ(c, want) << static_cast<int>(which);
+  }
+  // Enough runs: the backend the product gets when its runs are not said (many).
+  for (StepGemm which : {StepGemm::libxsmm, StepGemm::onednn}) {
+    const UseStepGemm use(which);
+    const std::string many = RepeatedGemm<float>(s.m, s.n, s.k, b.data(), ldb, true, lda, ldc, 1.f).backend();
+    EXPECT_EQ(RepeatedGemm<float>(s.m, s.n, s.k, b.data(), ldb, true, lda, ldc, 1.f, 6).backend(), many);
+    EXPECT_EQ(RepeatedGemm<float>(s.m, s.n, s.k, b.data(), ldb, true, lda, ldc, 1.f, 5).backend(),
+              avx512_core ? std::string("openblas") : many);
+  }
 }
 
 // With libxsmm chosen, large products keep OpenBLAS, whose threads pay there (more than 64

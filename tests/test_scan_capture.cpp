@@ -8,10 +8,12 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <recur/core/blas_kernel_detail.hpp>
 #include <recur/core/repeated_gemm.hpp>
 #include <recur/recur.hpp>
 
@@ -188,19 +190,23 @@ TEST(ScanCapture, Float32StepProductsOnOnednnGiveTheRecordedResults) {
   expect_float32_step_products_give_the_recorded_results(blas::StepGemm::onednn);
 }
 
-// A loop's float32 products run on a kernel of their own only where the loop has 16 rows
-// or more in all (steps x batch): below that, laying the weight out for the kernel costs more
-// than it saves, and matmul takes them (as the recorded step's do). The product's values are
-// matmul's there, to the bit.
+// A loop's float32 products run on a kernel of their own only where laying the weight out
+// for it pays (RepeatedGemm::worth_laying_out): two steps or more, and for products this
+// small, where OpenBLAS's AVX-512 kernels read the weight in place, 16 rows or more in all
+// (steps x batch). Otherwise matmul takes them (as the recorded step's do), and the product's
+// values are matmul's, to the bit.
 TEST(ScanCapture, TheProductsOfALoopOfFewRowsRunOnMatmul) {
   Generator gen(3);
   const Tensor w = uniform({kH, 4 * kH}, -1.0, 1.0, gen);
+  const bool in_place = blas::detail::is_avx512_core(recur::blas_info().core);
+  std::cout << "OpenBLAS runs " << recur::blas_info().core << ": small products of few rows "
+            << (in_place ? "stay on matmul" : "run on the kernel from two steps") << "\n";
   struct Case {
     std::int64_t steps, batch;
     bool kernel;
   };
-  for (const Case c : {Case{3, 1, false}, Case{15, 1, false}, Case{5, 3, false}, Case{16, 1, true}, Case{4, 4, true},
-                       Case{200, 1, true}}) {
+  for (const Case c : {Case{1, 1, false}, Case{1, 20, false}, Case{3, 1, !in_place}, Case{15, 1, !in_place},
+                       Case{5, 3, !in_place}, Case{16, 1, true}, Case{4, 4, true}, Case{200, 1, true}}) {
     const auto rows = std::make_shared<scan_engine::detail::WeightGradRows>(c.steps * c.batch, false);
     const recur::detail::OpBox op = scan_engine::detail::step_matmul_op(false, rows, c.steps);
     const auto kernels = scan_engine::detail::step_product_kernels(op, c.batch, w);

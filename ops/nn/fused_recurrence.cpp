@@ -192,7 +192,7 @@ struct FusedRecurrence {
     // The recurrent product of every step, W_hh the same at each (core/repeated_gemm.hpp):
     // g += h W_hh^T, or for a GRU its gates' h W_hh^T into scratch.
     const std::int64_t cols = gru() && reset_inside() ? 2 * n : gh;
-    const blas::RepeatedGemm<T> recurrent(batch, cols, p, w_hh.data<T>(), p, true, p, gh, gru() ? T(0) : T(1));
+    const blas::RepeatedGemm<T> recurrent(batch, cols, p, w_hh.data<T>(), p, true, p, gh, gru() ? T(0) : T(1), steps);
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t t = geo.time_of(s);
       T* g = pre_data + t * rows;
@@ -392,7 +392,7 @@ struct FusedRecurrence {
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
     // dh_{t-1} += dgates_t W_hh at every step, W_hh the same at each (core/repeated_gemm.hpp).
-    const blas::RepeatedGemm<T> recurrent(batch, p, k, w_hh, p, false, gh, p, T(1));
+    const blas::RepeatedGemm<T> recurrent(batch, p, k, w_hh, p, false, gh, p, T(1), steps - lo);
     for (std::int64_t s = steps - 1; s >= lo; --s) {
       const std::int64_t t = geo.time_of(s);
       T* dgt = dg + t * rows;

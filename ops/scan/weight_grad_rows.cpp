@@ -64,9 +64,6 @@ void WeightGradRows::add_product(const T* h, const T* g, std::int64_t rows, std:
 
 namespace {
 
-// Rows over a whole loop from which its products run on a kernel of their own (StepProduct).
-constexpr std::int64_t kKernelRows = 16;
-
 // A loop's h W, and backward's g W^T, in float32 on the kernel the layers' per-step products
 // use (core/repeated_gemm.hpp: libxsmm on the calling thread for small products, oneDNN for
 // large ones; made once for the loop's shape and W), kept between the loop's steps. float64
@@ -99,14 +96,13 @@ class StepProduct {
     const blas::RepeatedGemm<float>* prepare(std::int64_t rows, std::int64_t inner, const Tensor& w,
                                              bool w_transposed) {
       if (w.dtype() != DType::float32 || w.rank() != 2 || inner != w.size(w_transposed ? 1 : 0)) return nullptr;
-      // Laying W out for the kernel takes about one pass over W, as a product of one row does:
-      // a loop of fewer rows in all than kKernelRows runs its products on matmul (a loop of
-      // 3 steps of batch 1 at H 256 spent more laying W out than in its products).
-      if (rows * steps < kKernelRows) return nullptr;
+      // A loop of too few steps to pay for laying W out for the kernel runs its products on
+      // matmul, as the recorded step does.
       const std::int64_t cols = w.size(w_transposed ? 0 : 1);
+      if (!blas::RepeatedGemm<float>::worth_laying_out(rows, cols, inner, steps)) return nullptr;
       if (!gemm || w.storage() != weight || w.data<float>() != w_data || rows != m || inner != k || cols != n) {
         gemm = std::make_unique<blas::RepeatedGemm<float>>(rows, cols, inner, w.data<float>(), w.size(1),
-                                                           w_transposed, inner, cols, 0.f);
+                                                           w_transposed, inner, cols, 0.f, steps);
         weight = w.storage();
         w_data = w.data<float>();
         m = rows, k = inner, n = cols;
