@@ -47,10 +47,11 @@ int main(int argc, char** argv) {
   if (length > 0) shape.steps = shape.chunk = length;
   if (batch > 0) shape.batch = batch;
   if (hidden > 0) shape.hidden = hidden;
-  const bench::ScanCellStep cell(form, shape, recorded ? recur::Capture::off : recur::Capture::automatic);
+  std::optional<bench::ScanCellStep> cell;
   std::optional<bench::RecurRnnStep> fused;
   if (layer) fused.emplace(form == bench::CellForm::gru_merged ? bench::rnn::Cell::gru : bench::rnn::Cell::lstm, shape);
-  auto step = [&] { return fused ? fused->step() : cell.step(); };
+  else cell.emplace(form, shape, recorded ? recur::Capture::off : recur::Capture::automatic);
+  auto step = [&] { return fused ? fused->step() : cell->step(); };
   double loss = step();
   double best = 0;
   for (int r = 0; r < rounds; ++r) {

@@ -11,9 +11,9 @@
 
 #include <recur/core/blas.hpp>
 #include <recur/core/blas_kernel_detail.hpp>
-#include <recur/core/openblas_cblas_detail.hpp>
 #include <recur/core/blas_threads_detail.hpp>
 #include <recur/core/onednn_matmul_detail.hpp>
+#include <recur/core/openblas_cblas_detail.hpp>
 #include <recur/core/tile_team.hpp>
 
 #ifdef RECUR_HAVE_LIBXSMM
@@ -214,9 +214,13 @@ bool RepeatedGemm<T>::libxsmm_tiles_of_shared_size(std::int64_t m, std::int64_t 
 // at H 512 (m n k 786k), 4 steps, took 2.3-2.6 ms on them against 1.8-1.9 laid out.
 template <class T>
 bool RepeatedGemm<T>::worth_laying_out(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs) {
+  return detail::worth_laying_out(m, n, k, runs, detail::is_avx512_core(openblas_get_corename()));
+}
+bool detail::worth_laying_out(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs,
+                              bool openblas_has_small_kernels) {
   if (m <= 0 || runs < 2) return false;
-  const bool read_in_place = flops_of(m, n, k) <= 1e6 && detail::is_avx512_core(openblas_get_corename());
-  return !read_in_place || runs >= (kLaidOutRows + m - 1) / m;  // m runs >= kLaidOutRows, without overflow
+  const bool read_in_place = openblas_has_small_kernels && flops_of(m, n, k) <= 1e6;
+  return !read_in_place || runs > (kLaidOutRows - 1) / m;  // m runs >= kLaidOutRows, without overflow
 }
 
 template <class T>

@@ -1,7 +1,8 @@
 #pragma once
 // One product shape run many times with the same right-hand matrix: a recurrent weight
 // over a sequence's steps, C = A W (+ C) at every step with a new A of a few rows. The
-// backend is chosen once, for the shape:
+// backend is chosen once, for the shape and how many products it runs (too few to pay for
+// laying W out: OpenBLAS, worth_laying_out below); else:
 //  - up to a few tens of MFLOP (the S, M and TBPTT configurations of the RNN suite):
 //    libxsmm's JIT kernels, made once for the shape, on column tiles four vector registers
 //    wide, the weight laid out once in those tiles' panels, a long inner size in chunks
@@ -26,7 +27,8 @@
 // RECUR_STEP_GEMM in the environment (read once), or set_step_gemm(...), overrides this for
 // the process: `openblas` sends every such product to OpenBLAS, `libxsmm` keeps the small
 // ones on libxsmm and the rest on OpenBLAS, `onednn` sends every float32 product to oneDNN
-// (double to OpenBLAS); `auto` (the default) chooses as above.
+// (double to OpenBLAS); `auto` (the default) chooses as above. Products too few to pay for
+// laying W out run on OpenBLAS whatever the choice.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -72,6 +74,10 @@ bool libxsmm_built_in();
 bool onednn_built_in();
 
 namespace detail {
+// RepeatedGemm::worth_laying_out's rule, with whether OpenBLAS's kernel set now reads B in
+// place for small products (its AVX-512 sets) given: both sides are tested on any machine.
+bool worth_laying_out(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs,
+                      bool openblas_has_small_kernels);
 // Tests: libxsmm's products made from now on run their inner size in chunks of at most
 // `rows` rows (0, the default: as many as fit a quarter of the L2, repeated_gemm.cpp), so
 // that chunks are tested alike whatever a CPU's L2 and tile width.

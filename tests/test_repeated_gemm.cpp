@@ -159,26 +159,36 @@ TEST(RepeatedGemm, OpenblasEqualsAPlainLoop) {
 // backend is chosen, with OpenBLAS's bits. Above that it runs on the chosen backend (where
 // built in and it makes a kernel for the shape).
 TEST(RepeatedGemm, AProductRunTooFewTimesRunsOnOpenblas) {
-  using R = RepeatedGemm<float>;
+  // The rule, with and without OpenBLAS's small-matrix kernels (whichever this machine runs).
+  for (const bool small_kernels : {false, true}) {
+    auto pays = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs) {
+      return blas::detail::worth_laying_out(m, n, k, runs, small_kernels);
+    };
+    const std::string on = small_kernels ? "reading B in place" : "packing B at every product";
+    for (const std::int64_t m : {1, 4, 16, 64}) {
+      EXPECT_FALSE(pays(m, 1024, 256, 1)) << m << " rows, one run, " << on;
+      EXPECT_FALSE(pays(m, 1024, 256, 0)) << m << " rows, no run, " << on;
+    }
+    EXPECT_FALSE(pays(0, 1024, 256, 100)) << on;
+    // Larger products (m n k above 5 x 10^5): from two runs on.
+    EXPECT_TRUE(pays(1, 2048, 512, 2)) << on;
+    EXPECT_TRUE(pays(1, 1536, 512, 2)) << on;
+    EXPECT_TRUE(pays(2, 1024, 1024, std::numeric_limits<std::int64_t>::max())) << on;
+    // Small ones (1 x 1024 x 256, 3 x 130 x 7): from 16 rows in all where OpenBLAS reads B in place.
+    EXPECT_EQ(pays(1, 1024, 256, 15), !small_kernels) << on;
+    EXPECT_TRUE(pays(1, 1024, 256, 16)) << on;
+    EXPECT_EQ(pays(3, 130, 7, 5), !small_kernels) << on;
+    EXPECT_TRUE(pays(3, 130, 7, 6)) << on;
+    EXPECT_EQ(pays(3, 130, 7, 2), !small_kernels) << on;
+    EXPECT_EQ(pays(5, 130, 7, 3), !small_kernels) << "15 rows, " << on;
+    EXPECT_TRUE(pays(16, 130, 7, 2)) << "16 rows, " << on;
+    EXPECT_TRUE(pays(1, 130, 7, std::numeric_limits<std::int64_t>::max())) << on;
+  }
+  // This machine's side: the kernel set OpenBLAS runs now.
   const bool avx512_core = blas::detail::is_avx512_core(recur::blas_info().core);
   std::cout << "OpenBLAS runs " << recur::blas_info().core << ": " << (avx512_core ? "" : "no ")
             << "small products read B in place\n";
-  for (const std::int64_t m : {1, 4, 16, 64}) {
-    EXPECT_FALSE(R::worth_laying_out(m, 1024, 256, 1)) << m << " rows, one run";
-    EXPECT_FALSE(R::worth_laying_out(m, 1024, 256, 0)) << m << " rows, no run";
-  }
-  EXPECT_FALSE(R::worth_laying_out(0, 1024, 256, 100));
-  // Larger products (m n k above 5 x 10^5): from two runs on, on any kernel set.
-  EXPECT_TRUE(R::worth_laying_out(1, 2048, 512, 2));
-  EXPECT_TRUE(R::worth_laying_out(1, 1536, 512, 2));
-  EXPECT_TRUE(R::worth_laying_out(2, 1024, 1024, std::numeric_limits<std::int64_t>::max()));
-  // Small ones (1 x 1024 x 256, 3 x 130 x 7): from 16 rows in all where OpenBLAS reads B in place.
-  EXPECT_EQ(R::worth_laying_out(1, 1024, 256, 15), !avx512_core);
-  EXPECT_TRUE(R::worth_laying_out(1, 1024, 256, 16));
-  EXPECT_EQ(R::worth_laying_out(3, 130, 7, 5), !avx512_core);
-  EXPECT_TRUE(R::worth_laying_out(3, 130, 7, 6));
-  EXPECT_EQ(R::worth_laying_out(3, 130, 7, 2), !avx512_core);
-  EXPECT_TRUE(R::worth_laying_out(16, 1024, 256, 2)) << "16 rows in two runs";
+  EXPECT_EQ(RepeatedGemm<float>::worth_laying_out(3, 130, 7, 5), !avx512_core);
   const Shape3 s{3, 130, 7};
   const auto [lda, ldb, ldc] = strides_of(s, true);
   const std::vector<float> a = random_values<float>(static_cast<std::size_t>(s.m * lda), 1);
@@ -514,8 +524,8 @@ TEST(RepeatedGemm, FusedLayersAgreeOnOnednnAndOpenblas) {
   {  // the layers' products (B3 H20: 3 x 80 x 20 forward, 3 x 20 x 80 back) do run on oneDNN
     const UseStepGemm use(StepGemm::onednn);
     const std::vector<float> w = random_values<float>(80 * 20, 1);
-    EXPECT_STREQ(RepeatedGemm<float>(3, 80, 20, w.data(), 20, true, 20, 80, 1.f).backend(), "onednn");
-    EXPECT_STREQ(RepeatedGemm<float>(3, 20, 80, w.data(), 20, false, 80, 20, 1.f).backend(), "onednn");
+    EXPECT_STREQ(RepeatedGemm<float>(3, 80, 20, w.data(), 20, true, 20, 80, 1.f, 7).backend(), "onednn");
+    EXPECT_STREQ(RepeatedGemm<float>(3, 20, 80, w.data(), 20, false, 80, 20, 1.f, 7).backend(), "onednn");
   }
   expect_layers_agree(StepGemm::onednn, DType::float32, 2e-5);
 }

@@ -392,7 +392,9 @@ struct FusedRecurrence {
     // candidate's reaches it through r h, in gru_backward_step).
     const std::int64_t k = reset_inside() ? 2 * n : gh;
     // dh_{t-1} += dgates_t W_hh at every step, W_hh the same at each (core/repeated_gemm.hpp).
-    const blas::RepeatedGemm<T> recurrent(batch, p, k, w_hh, p, false, gh, p, T(1), steps - lo);
+    // (Run at every step but the window's first, and there too for h0's gradient.)
+    const std::int64_t products = std::max<std::int64_t>(0, steps - lo - 1) + (lo == 0 && want_h0 ? 1 : 0);
+    const blas::RepeatedGemm<T> recurrent(batch, p, k, w_hh, p, false, gh, p, T(1), products);
     for (std::int64_t s = steps - 1; s >= lo; --s) {
       const std::int64_t t = geo.time_of(s);
       T* dgt = dg + t * rows;

@@ -90,22 +90,27 @@ class StepProduct {
     std::unique_ptr<blas::RepeatedGemm<float>> gemm;
     StoragePtr weight;  // W's buffer, held: no other buffer can take its address meanwhile
     const float* w_data = nullptr;
-    std::int64_t m = 0, k = 0, n = 0;
+    std::int64_t m = -1, k = 0, n = 0;  // the shape decided for (m -1: none yet)
+    bool pays = false;                  // whether laying W out pays at that shape
 
     // The kernel of a [rows, inner] op(W), nullptr where matmul has to take it.
     const blas::RepeatedGemm<float>* prepare(std::int64_t rows, std::int64_t inner, const Tensor& w,
                                              bool w_transposed) {
       if (w.dtype() != DType::float32 || w.rank() != 2 || inner != w.size(w_transposed ? 1 : 0)) return nullptr;
-      // A loop of too few steps to pay for laying W out for the kernel runs its products on
-      // matmul, as the recorded step does.
       const std::int64_t cols = w.size(w_transposed ? 0 : 1);
-      if (!blas::RepeatedGemm<float>::worth_laying_out(rows, cols, inner, steps)) return nullptr;
-      if (!gemm || w.storage() != weight || w.data<float>() != w_data || rows != m || inner != k || cols != n) {
+      if (rows != m || inner != k || cols != n) {  // decided once per shape, not at every step
+        m = rows, k = inner, n = cols;
+        // A loop of too few steps to pay for laying W out for the kernel runs its products on
+        // matmul, as the recorded step does.
+        pays = blas::RepeatedGemm<float>::worth_laying_out(rows, cols, inner, steps);
+        gemm.reset();
+      }
+      if (!pays) return nullptr;
+      if (!gemm || w.storage() != weight || w.data<float>() != w_data) {
         gemm = std::make_unique<blas::RepeatedGemm<float>>(rows, cols, inner, w.data<float>(), w.size(1),
                                                            w_transposed, inner, cols, 0.f, steps);
         weight = w.storage();
         w_data = w.data<float>();
-        m = rows, k = inner, n = cols;
       }
       return gemm.get();
     }
